@@ -1,0 +1,434 @@
+//! The loading pipeline: TOML text -> tree -> `--set` overrides -> sweep points -> decoded,
+//! validated specs.
+//!
+//! Overrides and sweeps work on the untyped `toml::Table` tree, so that one dotted-key syntax
+//! reaches every key whatever its type; only then is each point decoded (see [`decode`]) and
+//! validated. Errors found at a key that came from `--set` or `[sweep]` are re-worded to point
+//! at the command line or the sweep rather than at the file.
+
+mod decode;
+mod paths;
+
+pub(in crate::experiment) use paths::strategy_key;
+
+use super::validate::validate;
+use super::{ConfigError, Experiment, Overrides, Point, Strategy};
+use std::path::Path;
+use toml::{Table, Value};
+
+/// More points than this is almost certainly a typo in `[sweep]`, and expanding it would
+/// exhaust memory before anything runs.
+const MAX_POINTS: usize = 100_000;
+
+/// Keys that name or seed the whole experiment: they cannot differ between points.
+const UNSWEEPABLE: &[&str] = &["name", "seed", "runs"];
+
+/// Reads, overrides, expands and validates the experiment file at `path`.
+pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    load_str(&text, &path.display().to_string(), overrides)
+}
+
+/// Like [`load`], from text; `origin` names the text in error messages (usually its path).
+pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Experiment, ConfigError> {
+    let mut tree = parse(text, origin)?;
+    default_server_kind(&mut tree);
+    let mut sweep = Sweep::take(&mut tree, text, origin)?;
+    let sets = apply_sets(&mut tree, &mut sweep, &overrides.set)?;
+    let axes = sweep.axes(origin)?;
+    let count = point_count(&axes, origin)?;
+    let points = (0..count)
+        .map(|index| build_point(&tree, &axes, index, origin, &sets, overrides))
+        .collect::<Result<Vec<_>, _>>()?;
+    // There is always a point (every axis is non-empty); name, seed and runs cannot be swept,
+    // so the first point's are every point's.
+    let Some(first) = points.first().map(|p| &p.spec) else {
+        return Err(invalid(origin, "sweep", "the sweep has no points".to_owned()));
+    };
+    Ok(Experiment {
+        name: first.name.clone(),
+        seed: first.seed,
+        runs: first.runs,
+        sweep_keys: axes.iter().map(|a| a.key.clone()).collect(),
+        points,
+    })
+}
+
+/// Splits one `--set` argument at its first `=`: `server.concurrency=8` ->
+/// (`server.concurrency`, `8`). The value may itself contain `=`.
+pub fn parse_set_arg(arg: &str) -> Result<(String, String), ConfigError> {
+    let bad = |reason: &str| ConfigError::BadOverride { arg: arg.to_owned(), reason: reason.to_owned() };
+    let (key, value) =
+        arg.split_once('=').ok_or_else(|| bad("expected KEY=VALUE, e.g. --set server.concurrency=8"))?;
+    if key.trim().is_empty() {
+        return Err(bad("the key before `=` is empty: write KEY=VALUE, e.g. --set client.timeout=2s"));
+    }
+    Ok((key.trim().to_owned(), value.to_owned()))
+}
+
+/// Parses the whole document; a syntax error reports its line and column.
+fn parse(text: &str, origin: &str) -> Result<Table, ConfigError> {
+    text.parse::<Table>().map_err(|e| {
+        let place = e.span().map(|s| line_column(text, s.start)).unwrap_or_default();
+        ConfigError::Syntax { origin: origin.to_owned(), message: format!("{place}{}", e.message()) }
+    })
+}
+
+/// `"line L, column C: "` of a byte offset, 1-based as editors show them.
+fn line_column(text: &str, offset: usize) -> String {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}: ")
+}
+
+/// DESIGN §3.3: a `[server]` without `kind` is a queue server. Done on the tree, before
+/// overrides, so that `--set server.concurrency=...` reaches a queue server's key.
+fn default_server_kind(tree: &mut Table) {
+    if let Some(Value::Table(server)) = tree.get_mut("server") {
+        server.entry("kind").or_insert_with(|| Value::String("queue".to_owned()));
+    }
+}
+
+/// A `--set` that has been applied to the tree, kept to re-word errors found at its key.
+struct AppliedSet {
+    arg: String,
+    /// The key as the decoder names it (`strategies.NAME...`), to match its errors.
+    key: String,
+}
+
+/// Applies each `--set` in order. `sweep.KEY=[...]` replaces that sweep entry; a `--set` of a
+/// swept key fixes that key to the one value, removing it from the sweep.
+fn apply_sets(
+    tree: &mut Table,
+    sweep: &mut Sweep,
+    sets: &[(String, String)],
+) -> Result<Vec<AppliedSet>, ConfigError> {
+    let mut applied = Vec::with_capacity(sets.len());
+    for (key, text) in sets {
+        let arg = format!("{key}={text}");
+        let bad = |reason: String| ConfigError::BadOverride { arg: arg.clone(), reason };
+        let value = paths::parse_value(text);
+        if let Some(target) = paths::sweep_target(key) {
+            sweep.set(target, value).map_err(bad)?;
+            continue;
+        }
+        let canonical = paths::set(tree, key, value).map_err(bad)?;
+        sweep.remove(key.trim());
+        sweep.remove(&canonical);
+        applied.push(AppliedSet { arg, key: canonical });
+    }
+    Ok(applied)
+}
+
+/// The `[sweep]` table, flattened to dotted keys in file order.
+struct Sweep {
+    entries: Vec<(String, Value)>,
+}
+
+/// One swept key with its values.
+struct Axis {
+    key: String,
+    values: Vec<Value>,
+}
+
+impl Sweep {
+    /// Removes `[sweep]` from the tree. Both `"workload.rate" = [...]` and the nested form
+    /// that an unquoted dotted key produces (`workload.rate = [...]` under `[sweep]`) work.
+    fn take(tree: &mut Table, text: &str, origin: &str) -> Result<Sweep, ConfigError> {
+        let entries = match tree.remove("sweep") {
+            None => Vec::new(),
+            Some(Value::Table(table)) => {
+                let mut entries = Vec::new();
+                flatten("", table, &mut entries);
+                sort_by_file_order(&mut entries, &paths::sweep_order(text));
+                entries
+            }
+            Some(other) => {
+                return Err(invalid(
+                    origin,
+                    "sweep",
+                    format!("must be a table of KEY = [values], found a {}", other.type_str()),
+                ));
+            }
+        };
+        Ok(Sweep { entries })
+    }
+
+    /// `--set sweep.KEY=[...]` (replace or add one key) or `--set sweep={...}` (replace all).
+    fn set(&mut self, key: Option<String>, value: Value) -> Result<(), String> {
+        let Some(key) = key else {
+            let Value::Table(table) = value else {
+                return Err("`sweep` must be set to a table, e.g. sweep={} to run no sweep".to_owned());
+            };
+            self.entries.clear();
+            flatten("", table, &mut self.entries);
+            return Ok(());
+        };
+        match self.entries.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = value,
+            None => self.entries.push((key, value)),
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &str) {
+        self.entries.retain(|(k, _)| k != key);
+    }
+
+    /// Checks each entry is a non-empty array for a key that may vary between points.
+    fn axes(&self, origin: &str) -> Result<Vec<Axis>, ConfigError> {
+        self.entries.iter().map(|(key, value)| axis(key, value, origin)).collect()
+    }
+}
+
+fn axis(key: &str, value: &Value, origin: &str) -> Result<Axis, ConfigError> {
+    let shown = sweep_key(key);
+    if UNSWEEPABLE.contains(&key) {
+        let reason = format!("`{key}` applies to the whole experiment and cannot be swept; set it once");
+        return Err(invalid(origin, &shown, reason));
+    }
+    match value {
+        Value::Array(values) if !values.is_empty() => {
+            Ok(Axis { key: key.to_owned(), values: values.clone() })
+        }
+        Value::Array(_) => {
+            Err(invalid(origin, &shown, "the list of values is empty: give at least one".to_owned()))
+        }
+        other => Err(invalid(
+            origin,
+            &shown,
+            format!("must be a list of values such as [1, 2, 3], found a {}", other.type_str()),
+        )),
+    }
+}
+
+/// How a sweep entry is named in messages: as it is written in the file.
+fn sweep_key(key: &str) -> String {
+    format!("sweep.\"{key}\"")
+}
+
+fn flatten(prefix: &str, table: Table, out: &mut Vec<(String, Value)>) {
+    for (key, value) in table {
+        let full = join(prefix, &key);
+        match value {
+            Value::Table(inner) => flatten(&full, inner, out),
+            value => out.push((full, value)),
+        }
+    }
+}
+
+/// `toml::Table` sorts its keys; the sweep's columns follow the file instead.
+fn sort_by_file_order(entries: &mut [(String, Value)], order: &[String]) {
+    entries.sort_by_key(|(key, _)| order.iter().position(|k| k == key).unwrap_or(usize::MAX));
+}
+
+/// The product of the axes' lengths, refused beyond [`MAX_POINTS`].
+fn point_count(axes: &[Axis], origin: &str) -> Result<usize, ConfigError> {
+    axes.iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()).filter(|&n| n <= MAX_POINTS))
+        .ok_or_else(|| {
+            let reason = format!(
+                "the sweep has more than {MAX_POINTS} points (the product of the value counts); sweep fewer values or split the experiment"
+            );
+            invalid(origin, "sweep", reason)
+        })
+}
+
+/// The values of point `index`, the last axis varying fastest. Axes are never empty (see
+/// [`axis`]), so the remainders are valid indices.
+fn point_values(axes: &[Axis], mut index: usize) -> Vec<&Value> {
+    let mut values = Vec::with_capacity(axes.len());
+    for axis in axes.iter().rev() {
+        values.push(&axis.values[index % axis.values.len()]);
+        index /= axis.values.len();
+    }
+    values.reverse();
+    values
+}
+
+fn build_point(
+    tree: &Table,
+    axes: &[Axis],
+    index: usize,
+    origin: &str,
+    sets: &[AppliedSet],
+    overrides: &Overrides,
+) -> Result<Point, ConfigError> {
+    let values = point_values(axes, index);
+    let mut tree = tree.clone();
+    let mut swept = Vec::with_capacity(axes.len());
+    for (axis, value) in axes.iter().zip(&values) {
+        let canonical =
+            paths::set(&mut tree, &axis.key, (*value).clone()).map_err(|reason| ConfigError::UnknownKey {
+                origin: origin.to_owned(),
+                key: sweep_key(&axis.key),
+                suggestion: None,
+                help: Some(reason),
+            })?;
+        swept.push((canonical, axis.key.as_str(), render(value)));
+    }
+    let blame = |e| attribute(e, sets, &swept);
+    let mut spec = decode::experiment(&tree, origin).map_err(blame)?;
+    spec.runs = overrides.runs.unwrap_or(spec.runs);
+    spec.seed = overrides.seed.unwrap_or(spec.seed);
+    validate(&spec, origin).map_err(blame)?;
+    let strategies = spec.strategies.iter().map(|s| Strategy::resolve(&spec.client, s)).collect();
+    let values = swept.into_iter().map(|(_, _, v)| v).collect();
+    Ok(Point { values, spec, strategies })
+}
+
+/// A swept value as it appears in a CSV cell: strings without quotes, numbers as TOML
+/// writes them (`800.0`, `10`).
+fn render(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Re-words an error found at a key that came from `--set` (then it is the argument's fault)
+/// or from `[sweep]` (then the message names the sweep entry).
+fn attribute(err: ConfigError, sets: &[AppliedSet], swept: &[(String, &str, String)]) -> ConfigError {
+    let Some(key) = error_key(&err) else {
+        return err;
+    };
+    let caused = |s: &&AppliedSet| overlaps(key, &s.key) || changes_kind_of(&s.key, key);
+    if let Some(set) = sets.iter().rev().find(caused) {
+        return ConfigError::BadOverride { arg: set.arg.clone(), reason: override_reason(err, &set.key) };
+    }
+    match swept.iter().find(|(canonical, _, _)| overlaps(key, canonical)) {
+        Some((canonical, raw, value)) => from_sweep(err, canonical, raw, value),
+        None => err,
+    }
+}
+
+fn error_key(err: &ConfigError) -> Option<&str> {
+    match err {
+        ConfigError::UnknownKey { key, .. }
+        | ConfigError::MissingKey { key, .. }
+        | ConfigError::InvalidValue { key, .. } => Some(key),
+        _ => None,
+    }
+}
+
+/// True when one key is the other or lies inside it (`a.b` and `a.b.c`, `a.b[0]`).
+fn overlaps(a: &str, b: &str) -> bool {
+    inside(a, b) || inside(b, a)
+}
+
+/// True when `long` is `short` or a key inside it.
+fn inside(long: &str, short: &str) -> bool {
+    long.strip_prefix(short).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// True when `set_key` changes the kind (or distribution) of the table holding `key`: then
+/// the table's other keys are judged against the new kind, and errors there are the set's.
+fn changes_kind_of(set_key: &str, key: &str) -> bool {
+    match set_key.rsplit_once('.') {
+        Some((table, "kind" | "dist")) => inside(key, table),
+        _ => false,
+    }
+}
+
+/// The reason of a `--set` error. An unknown key that is a prefix of the set key (`clent` of
+/// `clent.timeout`) gets its suggestion completed with the rest of the set key.
+fn override_reason(err: ConfigError, set_key: &str) -> String {
+    match err {
+        ConfigError::UnknownKey { key, suggestion, help, .. } => {
+            let full = if inside(set_key, &key) { set_key.to_owned() } else { key.clone() };
+            let suggestion = suggestion.map(|s| format!("{s}{}", full.get(key.len()..).unwrap_or("")));
+            let mut reason = format!("`{full}` is not a valid key");
+            if let Some(s) = suggestion {
+                reason.push_str(&format!(" (did you mean `{s}`?)"));
+            }
+            if let Some(h) = help {
+                reason.push_str(&format!("; {h}"));
+            }
+            reason
+        }
+        ConfigError::MissingKey { key, help, .. } => {
+            format!("missing key `{key}`{}", help.map(|h| format!("; {h}")).unwrap_or_default())
+        }
+        ConfigError::InvalidValue { key, reason, .. } => format!("`{key}`: {reason}"),
+        other => other.to_string(),
+    }
+}
+
+/// Points an error at the sweep entry that produced the bad key or value.
+fn from_sweep(err: ConfigError, canonical: &str, raw: &str, value: &str) -> ConfigError {
+    let note = format!("the value {value} comes from [sweep] \"{raw}\"");
+    match err {
+        // The swept key itself (or a table on its way) does not exist: name the sweep entry.
+        ConfigError::UnknownKey { origin, key, suggestion, help } if key.len() <= canonical.len() => {
+            let rest = canonical.get(key.len()..).unwrap_or("");
+            let suggestion = suggestion.map(|s| sweep_key(&format!("{s}{rest}")));
+            ConfigError::UnknownKey { origin, key: sweep_key(raw), suggestion, help }
+        }
+        // An unknown key inside a swept table value.
+        ConfigError::UnknownKey { origin, key, suggestion, help } => {
+            let help = Some(help.map_or(note.clone(), |h| format!("{h}; {note}")));
+            ConfigError::UnknownKey { origin, key, suggestion, help }
+        }
+        ConfigError::MissingKey { origin, key, help } => {
+            let help = Some(help.map_or(note.clone(), |h| format!("{h}; {note}")));
+            ConfigError::MissingKey { origin, key, help }
+        }
+        ConfigError::InvalidValue { origin, key, reason } => {
+            ConfigError::InvalidValue { origin, key, reason: format!("{reason} ({note})") }
+        }
+        other => other,
+    }
+}
+
+fn invalid(origin: &str, key: &str, reason: String) -> ConfigError {
+    ConfigError::InvalidValue { origin: origin.to_owned(), key: key.to_owned(), reason }
+}
+
+/// `a.b` from `a` and `b`; just `b` at the top level.
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
+}
+
+/// The candidate closest to `word` by edit distance, when it is close enough to be a typo:
+/// at most one edit per three characters (and always one), as a human mistypes. Ties go to
+/// the candidate sharing the longer start (`rat` -> `rate`, not `at`). Failing that, the one
+/// candidate that `word` abbreviates (`expo` -> `exponential`).
+fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    let normalized = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    let word = normalized(word);
+    let scored: Vec<(usize, f64, &str)> = candidates
+        .into_iter()
+        .map(|c| {
+            let n = normalized(c);
+            let distance = strsim::damerau_levenshtein(&word, &n);
+            (distance, strsim::jaro_winkler(&word, &n), c)
+        })
+        .collect();
+    let near = scored
+        .iter()
+        .filter(|&&(d, _, _)| d <= limit)
+        .min_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)))
+        .map(|&(_, _, c)| c);
+    near.or_else(|| abbreviated(&word, scored.iter().map(|&(_, _, c)| c)))
+}
+
+/// The only candidate that starts with `word` (of 3 characters or more).
+fn abbreviated<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    if word.chars().count() < 3 {
+        return None;
+    }
+    let mut starting = candidates.filter(|c| c.to_ascii_lowercase().replace('-', "_").starts_with(word));
+    let first = starting.next()?;
+    starting.next().is_none().then_some(first)
+}
+
+/// `a, b, c` for messages.
+fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    items.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests;

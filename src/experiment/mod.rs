@@ -1,0 +1,77 @@
+//! Experiment files: TOML text -> [`ExperimentSpec`] (serde) -> `--set` overrides -> sweep
+//! expansion -> validated [`Experiment`], refusing bad input before anything runs.
+//!
+//! ```no_run
+//! use retrysim::experiment::{self, Overrides};
+//! let exp = experiment::load(std::path::Path::new("experiments/retry-storm.toml"), &Overrides::default())?;
+//! println!("{} points x {} strategies x {} runs", exp.points.len(), exp.points[0].strategies.len(), exp.runs);
+//! # Ok::<(), retrysim::experiment::ConfigError>(())
+//! ```
+
+pub mod duration;
+mod error;
+mod load;
+pub mod spec;
+mod validate;
+
+pub use duration::Duration;
+pub use error::ConfigError;
+pub use load::{load, load_str, parse_set_arg};
+pub use spec::*;
+
+/// Command-line changes applied on top of the file, in this order: `--set`, then `--runs` and
+/// `--seed`.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--set KEY=VALUE` pairs, in command-line order (a later one wins).
+    pub set: Vec<(String, String)>,
+    pub runs: Option<u32>,
+    pub seed: Option<u64>,
+}
+
+/// A validated experiment: every sweep point is a complete, checked spec.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    pub name: String,
+    pub seed: u64,
+    pub runs: u32,
+    /// The swept keys, in file order: the leading columns of runs.csv and summary.csv.
+    pub sweep_keys: Vec<String>,
+    /// The cartesian product of the sweep values (one point when there is no `[sweep]`), the
+    /// last key varying fastest.
+    pub points: Vec<Point>,
+}
+
+/// One point of the sweep.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// The value of each swept key at this point, as written in the CSV columns.
+    pub values: Vec<String>,
+    pub spec: ExperimentSpec,
+    /// `spec.strategies` with the `[client]` defaults filled in.
+    pub strategies: Vec<Strategy>,
+}
+
+/// A strategy with every client setting resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Strategy {
+    pub name: String,
+    pub backoff: BackoffSpec,
+    pub client: ClientSpec,
+}
+
+impl Strategy {
+    /// Merges a `[[strategies]]` entry over the `[client]` defaults.
+    pub fn resolve(defaults: &ClientSpec, s: &StrategySpec) -> Strategy {
+        Strategy {
+            name: s.name.clone(),
+            backoff: s.backoff.clone(),
+            client: ClientSpec {
+                max_attempts: s.max_attempts.or(defaults.max_attempts),
+                timeout: s.timeout.or(defaults.timeout),
+                deadline: s.deadline.or(defaults.deadline),
+                retry_on: s.retry_on.clone().or_else(|| defaults.retry_on.clone()),
+            },
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Measurements: per-run counters and histograms ([`RunRecorder`] -> [`RunMetrics`]) and their
+//! aggregation across runs ([`summary`]). Names and meanings are DESIGN §5's contract.
+
+mod recorder;
+pub mod summary;
+
+pub use crate::policy::FailReason;
+pub use recorder::{RunMetrics, RunRecorder};

@@ -1,0 +1,199 @@
+//! Server faults (DESIGN §3.4) and background errors, as functions of simulated time.
+
+use crate::engine::Nanos;
+use crate::experiment::{ErrorSpec, FaultSpec, FaultStatus, NamedFailure};
+use crate::policy::Outcome;
+use crate::policy::uniform::u01;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// An error answer chosen for a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorAnswer {
+    pub status: u16,
+    /// The work and its side effect happen; only the answer is the error.
+    pub after_effect: bool,
+}
+
+/// What an outage does to a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutageAnswer {
+    /// Answer with this outcome without doing the work.
+    Answer(Outcome),
+    /// Never answer: the client sees its timeout.
+    Silence,
+}
+
+pub struct Faults {
+    faults: Vec<(Nanos, Nanos, FaultSpec)>,
+    background: Vec<ErrorAnswerP>,
+    rng: Xoshiro256PlusPlus,
+}
+
+#[derive(Clone, Copy)]
+struct ErrorAnswerP {
+    answer: ErrorAnswer,
+    probability: f64,
+}
+
+impl Faults {
+    pub fn new(faults: &[FaultSpec], errors: &[ErrorSpec], rng: Xoshiro256PlusPlus) -> Faults {
+        Faults {
+            faults: faults
+                .iter()
+                .map(|f| {
+                    let (start, duration) = f.window();
+                    (start.as_ns(), start.as_ns().saturating_add(duration.as_ns()), f.clone())
+                })
+                .collect(),
+            background: errors
+                .iter()
+                .map(|e| ErrorAnswerP {
+                    answer: ErrorAnswer { status: e.status, after_effect: e.after_effect },
+                    probability: e.probability,
+                })
+                .collect(),
+            rng,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.faults.is_empty() && self.background.is_empty()
+    }
+
+    /// When the last fault ends (`None` without faults): the start of the recovery analysis.
+    pub fn last_end(&self) -> Option<Nanos> {
+        self.faults.iter().map(|f| f.1).max()
+    }
+
+    /// Times at which the available capacity goes back up (capacity faults ending), when
+    /// waiting requests may start.
+    pub fn capacity_restorations(&self) -> impl Iterator<Item = Nanos> + '_ {
+        self.faults.iter().filter(|f| matches!(f.2, FaultSpec::Capacity { .. })).map(|f| f.1)
+    }
+
+    fn active(&self, now: Nanos) -> impl Iterator<Item = &FaultSpec> {
+        self.faults.iter().filter(move |f| f.0 <= now && now < f.1).map(|f| &f.2)
+    }
+
+    /// The first active outage's answer, if any.
+    pub fn outage(&self, now: Nanos) -> Option<OutageAnswer> {
+        self.active(now).find_map(|f| match f {
+            FaultSpec::Outage { status, .. } => Some(match status {
+                FaultStatus::Status(s) => OutageAnswer::Answer(Outcome::Status(*s)),
+                FaultStatus::Named(NamedFailure::Timeout) => OutageAnswer::Silence,
+                FaultStatus::Named(NamedFailure::ConnectionError) => {
+                    OutageAnswer::Answer(Outcome::ConnectionError)
+                }
+            }),
+            _ => None,
+        })
+    }
+
+    /// Workers available out of `concurrency`: the product of active capacity factors,
+    /// rounded down.
+    pub fn capacity(&self, now: Nanos, concurrency: u32) -> u32 {
+        let f: f64 = self
+            .active(now)
+            .filter_map(|f| match f {
+                FaultSpec::Capacity { factor, .. } => Some(*factor),
+                _ => None,
+            })
+            .product();
+        (concurrency as f64 * f).floor() as u32
+    }
+
+    /// The service-time multiplier: the product of active slowdown factors.
+    pub fn slowdown(&self, now: Nanos) -> f64 {
+        self.active(now)
+            .filter_map(|f| match f {
+                FaultSpec::Slowdown { factor, .. } => Some(*factor),
+                _ => None,
+            })
+            .product()
+    }
+
+    /// Draws whether a request is answered with an error: background errors first, then active
+    /// error faults, each with its probability, out of one uniform draw (validation keeps the
+    /// background total <= 1). No draw is made when no error can happen.
+    pub fn error(&mut self, now: Nanos) -> Option<ErrorAnswer> {
+        let faults = self.faults.iter().filter(|f| f.0 <= now && now < f.1).filter_map(|f| match f.2 {
+            FaultSpec::Errors { probability, status, after_effect, .. } => {
+                Some(ErrorAnswerP { answer: ErrorAnswer { status, after_effect }, probability })
+            }
+            _ => None,
+        });
+        let mut candidates = self.background.iter().copied().chain(faults).peekable();
+        candidates.peek()?;
+        let u = u01(&mut self.rng);
+        let mut cumulative = 0.0;
+        for c in candidates {
+            cumulative += c.probability;
+            if u < cumulative {
+                return Some(c.answer);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Duration;
+    use rand::SeedableRng;
+
+    const S: u64 = 1_000_000_000;
+
+    fn faults() -> Faults {
+        let f = vec![
+            FaultSpec::Outage {
+                start: Duration(10 * S),
+                duration: Duration(5 * S),
+                status: FaultStatus::Named(NamedFailure::Timeout),
+            },
+            FaultSpec::Capacity { start: Duration(20 * S), duration: Duration(10 * S), factor: 0.25 },
+            FaultSpec::Slowdown { start: Duration(25 * S), duration: Duration(10 * S), factor: 3.0 },
+            FaultSpec::Errors {
+                start: Duration(40 * S),
+                duration: Duration(S),
+                probability: 1.0,
+                status: 500,
+                after_effect: true,
+            },
+        ];
+        Faults::new(
+            &f,
+            &[ErrorSpec { status: 503, probability: 0.1, after_effect: false }],
+            Xoshiro256PlusPlus::seed_from_u64(5),
+        )
+    }
+
+    #[test]
+    fn windows_are_half_open() {
+        let f = faults();
+        assert_eq!(f.outage(10 * S - 1), None);
+        assert_eq!(f.outage(10 * S), Some(OutageAnswer::Silence));
+        assert_eq!(f.outage(15 * S), None);
+        assert_eq!(f.capacity(19 * S, 100), 100);
+        assert_eq!(f.capacity(20 * S, 100), 25);
+        assert_eq!(f.capacity(20 * S, 3), 0);
+        assert_eq!(f.slowdown(26 * S), 3.0);
+        assert_eq!(f.slowdown(24 * S), 1.0);
+        assert_eq!(f.last_end(), Some(41 * S));
+        assert_eq!(f.capacity_restorations().collect::<Vec<_>>(), vec![30 * S]);
+    }
+
+    #[test]
+    fn error_probabilities() {
+        let mut f = faults();
+        let n = 100_000;
+        let bg = (0..n).filter(|_| f.error(0).is_some()).count() as f64 / n as f64;
+        let se = (0.1f64 * 0.9 / n as f64).sqrt();
+        assert!((bg - 0.1).abs() < 5.0 * se, "{bg}");
+        // During the error fault every request that the background spared gets the fault's 500.
+        let mut statuses = (0..1000).map(|_| f.error(40 * S).unwrap().status).collect::<Vec<_>>();
+        statuses.sort();
+        statuses.dedup();
+        assert_eq!(statuses, vec![500, 503]);
+    }
+}

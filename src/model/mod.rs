@@ -1,0 +1,78 @@
+//! The simulated system: workloads, network, servers and faults, wired to the engine's events.
+//! [`simulate`] runs one replication of one strategy at one sweep point.
+
+pub mod clients;
+pub mod dist;
+pub mod faults;
+pub mod network;
+pub mod occ_model;
+pub mod ops;
+pub mod queue_model;
+pub mod workload;
+
+use crate::engine::rng::{Stream, stream};
+use crate::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
+use crate::experiment::{ExperimentSpec, ServerSpec, Strategy};
+use crate::metrics::{RunMetrics, RunRecorder};
+use crate::policy::RetryPolicy;
+use clients::Clients;
+use network::Network;
+use workload::Workload;
+
+/// Which event queue implementation a run uses; results are identical for all of them.
+pub trait QueueChoice {
+    type Occ: EventQueue<occ_model::Ev>;
+    type Queue: EventQueue<queue_model::Ev>;
+}
+
+/// The reference binary heap.
+pub struct Heap;
+impl QueueChoice for Heap {
+    type Occ = HeapQueue<occ_model::Ev>;
+    type Queue = HeapQueue<queue_model::Ev>;
+}
+
+/// The radix heap (a monotone priority queue): a measured alternative.
+pub struct Radix;
+impl QueueChoice for Radix {
+    type Occ = RadixQueue<occ_model::Ev>;
+    type Queue = RadixQueue<queue_model::Ev>;
+}
+
+/// The calendar queue: the fastest by measurement (README, Performance).
+pub struct Calendar;
+impl QueueChoice for Calendar {
+    type Occ = CalendarQueue<occ_model::Ev>;
+    type Queue = CalendarQueue<queue_model::Ev>;
+}
+
+/// The queue used by default.
+pub type DefaultQueue = Calendar;
+
+/// One replication: `strategy` at the point `spec`, with the run's master seed.
+pub fn simulate(spec: &ExperimentSpec, strategy: &Strategy, run_seed: u64) -> RunMetrics {
+    simulate_with::<DefaultQueue>(spec, strategy, run_seed)
+}
+
+/// [`simulate`] with a chosen event queue (for the equivalence test and benchmarks).
+pub fn simulate_with<C: QueueChoice>(
+    spec: &ExperimentSpec,
+    strategy: &Strategy,
+    run_seed: u64,
+) -> RunMetrics {
+    let workload = Workload::from_spec(&spec.workload);
+    let net = Network::new(&spec.network, stream(run_seed, Stream::Network));
+    let policy = RetryPolicy::from_strategy(strategy);
+    let horizon = spec.horizon.as_ns();
+    match &spec.server {
+        ServerSpec::Queue(q) => {
+            let rec = RunRecorder::new(!q.faults.is_empty());
+            let clients = Clients::new(&workload, policy, run_seed, rec);
+            queue_model::run::<C::Queue>(q, &workload, net, clients, run_seed, horizon)
+        }
+        ServerSpec::Occ {} => {
+            let clients = Clients::new(&workload, policy, run_seed, RunRecorder::new(false));
+            occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon)
+        }
+    }
+}

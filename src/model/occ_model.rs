@@ -1,0 +1,160 @@
+//! The optimistic-concurrency server of the AWS "Exponential Backoff And Jitter" study
+//! (DESIGN §3.3), as its simulator (`aws-samples/aws-arch-backoff-simulator`) does it.
+//!
+//! One row with a version number. An attempt is: read request hop -> the server reads the
+//! version when the read arrives -> reply hop -> write request hop carrying that version ->
+//! the write succeeds iff the version is unchanged, and bumps it -> reply hop. Every hop draws
+//! the network latency. One call is one write. After a failed write the backoff delays the
+//! next read: it reaches the server after `backoff + one hop`, exactly as in the study's
+//! simulator (`tm + net.delay() + backoff`).
+
+use super::clients::{AfterFailure, Clients, NextOp};
+use super::network::Network;
+use super::workload::{StartTimes, Workload};
+use crate::engine::rng::{Stream, stream};
+use crate::engine::{EventQueue, Nanos, Scheduler};
+use crate::metrics::RunMetrics;
+use crate::policy::Outcome;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// The events of the OCC model.
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// A client's first operation starts; the next client's first start is scheduled then.
+    FirstStart {
+        client: u32,
+    },
+    ClientStart {
+        client: u32,
+    },
+    ReadArrive {
+        op: u32,
+    },
+    ReadReply {
+        op: u32,
+        version: u32,
+    },
+    WriteArrive {
+        op: u32,
+        version: u32,
+    },
+    WriteReply {
+        op: u32,
+        ok: bool,
+    },
+}
+
+/// What a failed write looks like to the client: 409 Conflict (retryable by default).
+pub const CONFLICT: Outcome = Outcome::Status(409);
+
+struct OccModel {
+    clients: Clients,
+    net: Network,
+    version: u32,
+    arrivals: Xoshiro256PlusPlus,
+    starts: StartTimes,
+}
+
+/// Runs one replication of an OCC experiment (closed workloads only; validated).
+pub fn run<Q: EventQueue<Ev>>(
+    workload: &Workload,
+    net: Network,
+    clients: Clients,
+    run_seed: u64,
+    horizon: Nanos,
+) -> RunMetrics {
+    let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
+    let mut arrivals = stream(run_seed, Stream::Arrivals);
+    let mut starts = match *workload {
+        Workload::Closed { clients: n, ramp_ns, .. } => StartTimes::new(n, ramp_ns),
+        Workload::Open { .. } => StartTimes::new(0, 0),
+    };
+    if let Some((client, at)) = starts.next(&mut arrivals) {
+        sched.schedule_at(at, Ev::FirstStart { client });
+    }
+    let mut model = OccModel { clients, net, version: 0, arrivals, starts };
+    while let Some(ev) = sched.pop_until(horizon) {
+        if let Some(next) = sched.peek() {
+            model.prefetch(next);
+        }
+        model.handle(ev, &mut sched);
+    }
+    let pending = model.clients.ops.pending();
+    let mut rec = model.clients.rec;
+    rec.unfinished(pending, horizon);
+    rec.finish(sched.processed(), None, horizon)
+}
+
+impl OccModel {
+    /// Starts loading the operation the next event will touch.
+    #[inline]
+    fn prefetch(&self, next: &Ev) {
+        match *next {
+            Ev::ReadArrive { op }
+            | Ev::ReadReply { op, .. }
+            | Ev::WriteArrive { op, .. }
+            | Ev::WriteReply { op, .. } => self.clients.ops.prefetch(op),
+            Ev::FirstStart { .. } | Ev::ClientStart { .. } => {}
+        }
+    }
+
+    /// One hop's latency (validation refuses losses for `occ`).
+    #[inline]
+    fn hop(&mut self) -> Nanos {
+        self.net.request().unwrap_or(0)
+    }
+
+    fn handle<Q: EventQueue<Ev>>(&mut self, ev: Ev, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
+        match ev {
+            Ev::FirstStart { client } => {
+                if let Some((next, at)) = self.starts.next(&mut self.arrivals) {
+                    s.schedule_at(at, Ev::FirstStart { client: next });
+                }
+                let op = self.clients.start(client, now);
+                let d = self.hop();
+                s.schedule_in(d, Ev::ReadArrive { op });
+            }
+            Ev::ClientStart { client } => {
+                let op = self.clients.start(client, now);
+                let d = self.hop();
+                s.schedule_in(d, Ev::ReadArrive { op });
+            }
+            Ev::ReadArrive { op } => {
+                let d = self.hop();
+                s.schedule_in(d, Ev::ReadReply { op, version: self.version });
+            }
+            Ev::ReadReply { op, version } => {
+                self.clients.send(op, now);
+                let d = self.hop();
+                s.schedule_in(d, Ev::WriteArrive { op, version });
+            }
+            Ev::WriteArrive { op, version } => {
+                self.clients.rec.server_call();
+                let ok = version == self.version;
+                if ok {
+                    self.version += 1;
+                }
+                let d = self.hop();
+                s.schedule_in(d, Ev::WriteReply { op, ok });
+            }
+            Ev::WriteReply { op, ok } => {
+                let next = if ok {
+                    self.clients.succeed(op, now)
+                } else {
+                    match self.clients.fail(op, CONFLICT, now) {
+                        AfterFailure::Retry(backoff) => {
+                            let d = self.hop();
+                            s.schedule_in(backoff.saturating_add(d), Ev::ReadArrive { op });
+                            None
+                        }
+                        AfterFailure::Ended(next) => next,
+                    }
+                };
+                if let Some(NextOp { client, at }) = next {
+                    s.schedule_at(at, Ev::ClientStart { client });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Who calls and when (DESIGN §3.1): the closed herd of clients, or open Poisson arrivals
+//! generated one at a time as the run goes (never materialised up front).
+
+use crate::engine::{NS_PER_S, Nanos};
+use crate::experiment::WorkloadSpec;
+use crate::policy::uniform::u01;
+use rand::Rng;
+use rand_distr::{Distribution, Exp1};
+
+/// Open-loop arrivals: a Poisson process whose rate is piecewise constant.
+#[derive(Clone, Debug)]
+pub struct OpenArrivals {
+    /// `(from, rate per second)`, `from` strictly increasing, the first at 0.
+    steps: Vec<(Nanos, f64)>,
+    end: Nanos,
+}
+
+impl OpenArrivals {
+    pub fn new(rate: f64, duration: Nanos, schedule: &[(Nanos, f64)]) -> OpenArrivals {
+        let mut steps = vec![(0, rate)];
+        for &(at, r) in schedule {
+            if at == 0 {
+                steps[0].1 = r;
+            } else {
+                steps.push((at, r));
+            }
+        }
+        OpenArrivals { steps, end: duration }
+    }
+
+    /// The first arrival strictly after `now` (or at 0 for the first call with `now = 0`),
+    /// `None` once past the workload's duration. Memorylessness makes it exact across rate
+    /// changes: a draw that overshoots the next change is discarded and redrawn from there.
+    pub fn next_after<R: Rng + ?Sized>(&self, now: Nanos, rng: &mut R) -> Option<Nanos> {
+        let mut t = now;
+        let mut i = self.steps.partition_point(|&(from, _)| from <= t).saturating_sub(1);
+        loop {
+            let rate = self.steps[i].1;
+            let boundary = self.steps.get(i + 1).map_or(self.end, |s| s.0.min(self.end));
+            if rate > 0.0 {
+                let gap: f64 = Exp1.sample(rng);
+                let next = t as f64 + gap / rate * NS_PER_S;
+                if next < boundary as f64 {
+                    return Some(next.round() as Nanos);
+                }
+            }
+            if boundary >= self.end {
+                return None;
+            }
+            t = boundary;
+            i += 1;
+        }
+    }
+}
+
+/// Start times of a closed workload's clients, generated in increasing order one at a time, so
+/// that a million-client herd is one pending event rather than a million.
+///
+/// Without a ramp every client starts at 0. With one, the times are the order statistics of
+/// `clients` uniform draws on `[0, ramp)`, generated sequentially: with `u_0 = 0`,
+/// `u_i = u_(i-1) + (1 - u_(i-1)) * (1 - V^(1/(n-i+1)))`, `V ~ U(0,1)`. Client `i` gets the
+/// `i`-th smallest; clients are interchangeable, so this is the same workload as giving each
+/// client its own uniform start.
+#[derive(Clone, Debug)]
+pub struct StartTimes {
+    clients: u32,
+    ramp_ns: Nanos,
+    next: u32,
+    u: f64,
+}
+
+impl StartTimes {
+    pub fn new(clients: u32, ramp_ns: Nanos) -> StartTimes {
+        StartTimes { clients, ramp_ns, next: 0, u: 0.0 }
+    }
+
+    /// The next client and its start time, or `None` when every client has started.
+    pub fn next<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Option<(u32, Nanos)> {
+        if self.next >= self.clients {
+            return None;
+        }
+        let client = self.next;
+        self.next += 1;
+        if self.ramp_ns == 0 {
+            return Some((client, 0));
+        }
+        let remaining = (self.clients - client) as f64;
+        self.u += (1.0 - self.u) * (1.0 - u01(rng).powf(1.0 / remaining));
+        Some((client, (self.u * self.ramp_ns as f64) as Nanos))
+    }
+}
+
+/// The workload in engine units.
+#[derive(Clone, Debug)]
+pub enum Workload {
+    Closed { clients: u32, ops_per_client: u32, think_ns: Nanos, ramp_ns: Nanos },
+    Open { arrivals: OpenArrivals, clients: u32 },
+}
+
+impl Workload {
+    pub fn from_spec(spec: &WorkloadSpec) -> Workload {
+        match spec {
+            WorkloadSpec::Closed { clients, ops_per_client, think_time, ramp } => Workload::Closed {
+                clients: *clients,
+                ops_per_client: *ops_per_client,
+                think_ns: think_time.as_ns(),
+                ramp_ns: ramp.as_ns(),
+            },
+            WorkloadSpec::Open { rate, duration, schedule, clients } => Workload::Open {
+                arrivals: OpenArrivals::new(
+                    *rate,
+                    duration.as_ns(),
+                    &schedule.iter().map(|s| (s.at.as_ns(), s.rate)).collect::<Vec<_>>(),
+                ),
+                clients: *clients,
+            },
+        }
+    }
+
+    /// Client processes (each has its own jitter stream).
+    pub fn clients(&self) -> u32 {
+        match *self {
+            Workload::Closed { clients, .. } | Workload::Open { clients, .. } => clients,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    const S: Nanos = 1_000_000_000;
+
+    fn count(a: &OpenArrivals, from: Nanos, to: Nanos, seed: u64) -> (u64, Nanos) {
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let (mut t, mut n, mut last) = (0, 0, 0);
+        while let Some(next) = a.next_after(t, &mut r) {
+            assert!(next >= t, "arrivals never go back in time");
+            if (from..to).contains(&next) {
+                n += 1;
+            }
+            t = next;
+            last = next;
+        }
+        (n, last)
+    }
+
+    #[test]
+    fn poisson_counts_match_the_schedule() {
+        // 1000/s for 10 s, then a 5 s spike at 3000/s, then 0 until the end at 20 s.
+        let a = OpenArrivals::new(1000.0, 20 * S, &[(10 * S, 3000.0), (15 * S, 0.0)]);
+        let (base, _) = count(&a, 0, 10 * S, 1);
+        let (spike, _) = count(&a, 10 * S, 15 * S, 1);
+        let (quiet, last) = count(&a, 15 * S, 20 * S, 1);
+        // Poisson: sd = sqrt(mean); 5 sd bounds.
+        assert!((base as f64 - 10_000.0).abs() < 5.0 * 100.0, "{base}");
+        assert!((spike as f64 - 15_000.0).abs() < 5.0 * 122.5, "{spike}");
+        assert_eq!(quiet, 0);
+        assert!(last < 15 * S);
+    }
+
+    #[test]
+    fn ramp_start_times_are_sorted_uniform_order_statistics() {
+        let n = 100_000u32;
+        let mut st = StartTimes::new(n, 10 * S);
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(4);
+        let times: Vec<Nanos> = std::iter::from_fn(|| st.next(&mut r)).map(|(_, t)| t).collect();
+        assert_eq!(times.len(), n as usize);
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        assert!(*times.last().unwrap() < 10 * S);
+        // Uniform on [0, 10 s): mean 5 s (se = 10/sqrt(12 n)), and a tenth in each second.
+        let mean = times.iter().map(|&t| t as f64).sum::<f64>() / n as f64 / S as f64;
+        let se = 10.0 / (12.0 * n as f64).sqrt();
+        assert!((mean - 5.0).abs() < 5.0 * se, "{mean}");
+        let first_second = times.iter().filter(|&&t| t < S).count() as f64 / n as f64;
+        assert!((first_second - 0.1).abs() < 5.0 * (0.09 / n as f64).sqrt(), "{first_second}");
+        // Without a ramp, everyone starts at 0.
+        let mut herd = StartTimes::new(3, 0);
+        assert_eq!(
+            std::iter::from_fn(|| herd.next(&mut r)).collect::<Vec<_>>(),
+            vec![(0, 0), (1, 0), (2, 0)]
+        );
+    }
+
+    #[test]
+    fn stops_at_the_duration() {
+        let a = OpenArrivals::new(500.0, 2 * S, &[]);
+        let (n, last) = count(&a, 0, u64::MAX, 9);
+        assert!(last < 2 * S);
+        assert!((n as f64 - 1000.0).abs() < 5.0 * 31.7, "{n}");
+    }
+}

@@ -1,0 +1,394 @@
+//! Backoff delays, exactly the formulas of DESIGN §4.1 (`k` = retry number, 1 for the first
+//! retry; `U(a, b)` uniform; `v = min(cap, base * multiplier^(k-1))`).
+//!
+//! | kind | delay before retry k |
+//! |---|---|
+//! | `none` | 0 |
+//! | `constant` | `base` |
+//! | `linear` | `min(cap, base * k)` |
+//! | `exponential` | `v` |
+//! | `full-jitter` | `U(0, v)` |
+//! | `equal-jitter` | `v/2 + U(0, v/2)` |
+//! | `decorrelated-jitter` | `s_k = min(cap, U(base, 3 * s_(k-1)))`, `s_0 = base` |
+//! | `decorrelated-jitter-v2` | Polly's `DecorrelatedJitterBackoffV2` |
+//! | `additive-jitter` | `min(cap, base * multiplier^(k-1) + U(0, jitter))` |
+//! | `proportional-jitter` | `v * U(1 - p, 1 + p)` |
+//!
+//! Delays are computed in `f64` nanoseconds and rounded to the nearest nanosecond. Kinds with
+//! no randomness draw nothing, so adding a deterministic strategy never shifts another stream.
+
+use super::uniform::{u01, uniform};
+use crate::experiment::BackoffSpec;
+use rand::Rng;
+
+/// The longest delay a backoff returns (100 years): an uncapped exponential overflows `f64`
+/// after about a thousand retries, and simulated time is a `u64` of nanoseconds.
+pub const MAX_DELAY_NS: f64 = 100.0 * 365.0 * 86_400e9;
+
+/// A backoff with its parameters in nanoseconds. `cap_ns` is `MAX_DELAY_NS` when uncapped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Backoff {
+    None,
+    Constant { base_ns: f64 },
+    Linear { base_ns: f64, cap_ns: f64 },
+    Exponential { base_ns: f64, cap_ns: f64, multiplier: f64 },
+    FullJitter { base_ns: f64, cap_ns: f64, multiplier: f64 },
+    EqualJitter { base_ns: f64, cap_ns: f64, multiplier: f64 },
+    DecorrelatedJitter { base_ns: f64, cap_ns: f64 },
+    DecorrelatedJitterV2 { base_ns: f64, cap_ns: f64 },
+    AdditiveJitter { base_ns: f64, cap_ns: f64, multiplier: f64, jitter_ns: f64 },
+    ProportionalJitter { base_ns: f64, cap_ns: f64, multiplier: f64, p: f64 },
+}
+
+/// Per-operation memory of the stateful backoffs; reset when an operation starts.
+///
+/// For `decorrelated-jitter` it is `s_(k-1)` in nanoseconds; for `decorrelated-jitter-v2` it is
+/// Polly's `prev` (the previous value of the unscaled "soft exponential" curve).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BackoffState(f64);
+
+/// Polly's V2 constants (reference/retry-policies.md §5, `RetryHelper.cs`): `pFactor = 4`,
+/// `rpScalingFactor = 1/1.4`.
+const POLLY_P_FACTOR: f64 = 4.0;
+const POLLY_RP_SCALING: f64 = 1.0 / 1.4;
+
+impl Backoff {
+    pub fn from_spec(spec: &BackoffSpec) -> Backoff {
+        let ns = |d: crate::experiment::Duration| d.as_ns() as f64;
+        let cap =
+            |c: &Option<crate::experiment::Duration>| c.map_or(MAX_DELAY_NS, |c| ns(c).min(MAX_DELAY_NS));
+        match spec {
+            BackoffSpec::None {} => Backoff::None,
+            BackoffSpec::Constant { base } => Backoff::Constant { base_ns: ns(*base) },
+            BackoffSpec::Linear { base, cap: c } => Backoff::Linear { base_ns: ns(*base), cap_ns: cap(c) },
+            BackoffSpec::Exponential { base, cap: c, multiplier } => {
+                Backoff::Exponential { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
+            }
+            BackoffSpec::FullJitter { base, cap: c, multiplier } => {
+                Backoff::FullJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
+            }
+            BackoffSpec::EqualJitter { base, cap: c, multiplier } => {
+                Backoff::EqualJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
+            }
+            BackoffSpec::DecorrelatedJitter { base, cap: c } => {
+                Backoff::DecorrelatedJitter { base_ns: ns(*base), cap_ns: cap(c) }
+            }
+            BackoffSpec::DecorrelatedJitterV2 { base, cap: c } => {
+                Backoff::DecorrelatedJitterV2 { base_ns: ns(*base), cap_ns: cap(c) }
+            }
+            BackoffSpec::AdditiveJitter { base, cap: c, multiplier, jitter } => Backoff::AdditiveJitter {
+                base_ns: ns(*base),
+                cap_ns: cap(c),
+                multiplier: *multiplier,
+                jitter_ns: ns(*jitter),
+            },
+            BackoffSpec::ProportionalJitter { base, cap: c, multiplier, p } => Backoff::ProportionalJitter {
+                base_ns: ns(*base),
+                cap_ns: cap(c),
+                multiplier: *multiplier,
+                p: *p,
+            },
+        }
+    }
+
+    /// The state an operation starts with.
+    pub fn initial_state(&self) -> BackoffState {
+        match *self {
+            // s_0 = base (AWS study: `self.sleep = self.base`).
+            Backoff::DecorrelatedJitter { base_ns, .. } => BackoffState(base_ns),
+            // Polly: `prev` starts at 0.
+            _ => BackoffState(0.0),
+        }
+    }
+
+    /// Whether the delay depends on random draws (used to skip seeding a stream nobody reads).
+    pub fn is_random(&self) -> bool {
+        !matches!(
+            self,
+            Backoff::None | Backoff::Constant { .. } | Backoff::Linear { .. } | Backoff::Exponential { .. }
+        )
+    }
+
+    /// The delay before retry `k` (k >= 1), in nanoseconds.
+    #[inline]
+    pub fn delay_ns<R: Rng + ?Sized>(&self, k: u32, state: &mut BackoffState, rng: &mut R) -> u64 {
+        debug_assert!(k >= 1, "retry numbers start at 1");
+        let d = match *self {
+            Backoff::None => 0.0,
+            Backoff::Constant { base_ns } => base_ns,
+            Backoff::Linear { base_ns, cap_ns } => cap_ns.min(base_ns * k as f64),
+            Backoff::Exponential { base_ns, cap_ns, multiplier } => {
+                exponential(base_ns, cap_ns, multiplier, k)
+            }
+            Backoff::FullJitter { base_ns, cap_ns, multiplier } => {
+                u01(rng) * exponential(base_ns, cap_ns, multiplier, k)
+            }
+            Backoff::EqualJitter { base_ns, cap_ns, multiplier } => {
+                let half = exponential(base_ns, cap_ns, multiplier, k) / 2.0;
+                half + uniform(rng, 0.0, half)
+            }
+            Backoff::DecorrelatedJitter { base_ns, cap_ns } => {
+                let s = cap_ns.min(uniform(rng, base_ns, 3.0 * state.0));
+                state.0 = s;
+                s
+            }
+            Backoff::DecorrelatedJitterV2 { base_ns, cap_ns } => {
+                // Polly counts retries from 0: `t = attempt + U(0,1)`,
+                // `next = 2^t * tanh(sqrt(4t))`, delay = (next - prev) / 1.4 * base.
+                let t = (k - 1) as f64 + u01(rng);
+                let next = t.exp2() * (POLLY_P_FACTOR * t).sqrt().tanh();
+                let d = (next - state.0) * POLLY_RP_SCALING * base_ns;
+                state.0 = next;
+                cap_ns.min(d)
+            }
+            Backoff::AdditiveJitter { base_ns, cap_ns, multiplier, jitter_ns } => {
+                cap_ns.min(base_ns * multiplier.powi(exponent(k)) + uniform(rng, 0.0, jitter_ns))
+            }
+            Backoff::ProportionalJitter { base_ns, cap_ns, multiplier, p } => {
+                exponential(base_ns, cap_ns, multiplier, k) * uniform(rng, 1.0 - p, 1.0 + p)
+            }
+        };
+        d.clamp(0.0, MAX_DELAY_NS).round() as u64
+    }
+}
+
+/// `k - 1` as the exponent; saturating keeps `powi` in range (the cap takes over long before).
+#[inline]
+fn exponent(k: u32) -> i32 {
+    (k - 1).min(i32::MAX as u32) as i32
+}
+
+/// `v = min(cap, base * multiplier^(k-1))`.
+#[inline]
+fn exponential(base_ns: f64, cap_ns: f64, multiplier: f64, k: u32) -> f64 {
+    cap_ns.min(base_ns * multiplier.powi(exponent(k)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Duration;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    const MS: f64 = 1e6;
+    const DRAWS: usize = 200_000;
+
+    fn rng() -> Xoshiro256PlusPlus {
+        Xoshiro256PlusPlus::seed_from_u64(0xB0FF)
+    }
+
+    fn ms(v: u64) -> Duration {
+        Duration(v * 1_000_000)
+    }
+
+    /// Draws `DRAWS` delays for retry `k` (fresh state each time) and returns them in ms.
+    fn sample(b: &Backoff, k: u32) -> Vec<f64> {
+        let mut r = rng();
+        (0..DRAWS)
+            .map(|_| {
+                let mut st = b.initial_state();
+                // Walk the state up to retry k, as an operation would.
+                let mut d = 0;
+                for i in 1..=k {
+                    d = b.delay_ns(i, &mut st, &mut r);
+                }
+                d as f64 / MS
+            })
+            .collect()
+    }
+
+    fn mean_and_se(xs: &[f64]) -> (f64, f64) {
+        let n = xs.len() as f64;
+        let m = xs.iter().sum::<f64>() / n;
+        let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
+        (m, (var / n).sqrt())
+    }
+
+    /// Asserts a sample mean is within 5 standard errors of the theoretical mean (a false
+    /// alarm has probability below 1e-6; a formula off by even a few percent fails).
+    fn assert_mean(xs: &[f64], expected: f64) {
+        let (m, se) = mean_and_se(xs);
+        assert!((m - expected).abs() <= 5.0 * se.max(1e-9), "mean {m} vs expected {expected} (se {se})");
+    }
+
+    fn spec_fj(base: u64, cap: u64) -> Backoff {
+        Backoff::from_spec(&BackoffSpec::FullJitter { base: ms(base), cap: Some(ms(cap)), multiplier: 2.0 })
+    }
+
+    #[test]
+    fn deterministic_kinds_follow_their_formula() {
+        let mut r = rng();
+        let mut st = BackoffState(0.0);
+        let none = Backoff::None;
+        let constant = Backoff::from_spec(&BackoffSpec::Constant { base: ms(30) });
+        let linear = Backoff::from_spec(&BackoffSpec::Linear { base: ms(30), cap: Some(ms(100)) });
+        let expo = Backoff::from_spec(&BackoffSpec::Exponential {
+            base: ms(10),
+            cap: Some(ms(2000)),
+            multiplier: 2.0,
+        });
+        let expo3 =
+            Backoff::from_spec(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 3.0 });
+        for k in 1..=12u32 {
+            assert_eq!(none.delay_ns(k, &mut st, &mut r), 0);
+            assert_eq!(constant.delay_ns(k, &mut st, &mut r), 30_000_000);
+            assert_eq!(linear.delay_ns(k, &mut st, &mut r), (30_000_000 * k as u64).min(100_000_000));
+            let v = (10_000_000u64 << (k - 1)).min(2_000_000_000);
+            assert_eq!(expo.delay_ns(k, &mut st, &mut r), v, "k={k}");
+            assert_eq!(expo3.delay_ns(k, &mut st, &mut r), 10_000_000 * 3u64.pow(k - 1));
+        }
+        // The first retry waits `base`, the 8th hits the cap (10ms * 2^7 = 1.28s, 2^8 > 2s).
+        assert_eq!(expo.delay_ns(1, &mut st, &mut r), 10_000_000);
+        assert_eq!(expo.delay_ns(9, &mut st, &mut r), 2_000_000_000);
+    }
+
+    #[test]
+    fn deterministic_kinds_draw_nothing() {
+        let mut r = rng();
+        let untouched = rng();
+        let mut st = BackoffState(0.0);
+        for b in [
+            Backoff::None,
+            Backoff::Constant { base_ns: 1.0 },
+            Backoff::Linear { base_ns: 1.0, cap_ns: 9.0 },
+            Backoff::Exponential { base_ns: 1.0, cap_ns: 9.0, multiplier: 2.0 },
+        ] {
+            assert!(!b.is_random());
+            b.delay_ns(3, &mut st, &mut r);
+        }
+        assert_eq!(r, untouched);
+    }
+
+    #[test]
+    fn uncapped_exponential_saturates_instead_of_overflowing() {
+        let b = Backoff::from_spec(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 2.0 });
+        let d = b.delay_ns(5000, &mut b.initial_state(), &mut rng());
+        assert_eq!(d, MAX_DELAY_NS as u64);
+    }
+
+    #[test]
+    fn full_jitter_is_uniform_below_the_capped_exponential() {
+        let b = spec_fj(10, 2000);
+        for (k, v) in [(1u32, 10.0), (3, 40.0), (8, 1280.0), (9, 2000.0), (20, 2000.0)] {
+            let xs = sample(&b, k);
+            assert!(xs.iter().all(|&x| (0.0..=v).contains(&x)), "k={k}");
+            assert_mean(&xs, v / 2.0);
+            // Uniform: a quarter of the draws below v/4, within 5 binomial standard errors.
+            let below = xs.iter().filter(|&&x| x < v / 4.0).count() as f64 / DRAWS as f64;
+            let se = (0.25f64 * 0.75 / DRAWS as f64).sqrt();
+            assert!((below - 0.25).abs() < 5.0 * se, "k={k} below={below}");
+        }
+    }
+
+    #[test]
+    fn equal_jitter_lies_in_the_upper_half() {
+        let b = Backoff::from_spec(&BackoffSpec::EqualJitter {
+            base: ms(10),
+            cap: Some(ms(2000)),
+            multiplier: 2.0,
+        });
+        for (k, v) in [(1u32, 10.0), (4, 80.0), (12, 2000.0)] {
+            let xs = sample(&b, k);
+            assert!(xs.iter().all(|&x| (v / 2.0..=v).contains(&x)), "k={k}");
+            assert_mean(&xs, 0.75 * v);
+        }
+    }
+
+    #[test]
+    fn decorrelated_jitter_follows_its_state() {
+        let b = Backoff::from_spec(&BackoffSpec::DecorrelatedJitter { base: ms(5), cap: Some(ms(2000)) });
+        let mut r = rng();
+        // First retry: U(base, 3 * base) since s_0 = base; mean 2 * base.
+        let firsts: Vec<f64> =
+            (0..DRAWS).map(|_| b.delay_ns(1, &mut b.initial_state(), &mut r) as f64 / MS).collect();
+        assert!(firsts.iter().all(|&x| (5.0..=15.0).contains(&x)));
+        assert_mean(&firsts, 10.0);
+        // Each delay is drawn from U(base, 3 * previous delay), capped, and becomes the state.
+        let mut st = b.initial_state();
+        let mut prev = 5.0 * MS;
+        for k in 1..200 {
+            let d = b.delay_ns(k, &mut st, &mut r) as f64;
+            assert!(
+                d >= 5.0 * MS - 0.5 && d <= (3.0 * prev).min(2000.0 * MS) + 0.5,
+                "k={k} d={d} prev={prev}"
+            );
+            assert_eq!(st.0.round(), d);
+            prev = st.0;
+        }
+        // The cap is reached and then it bunches there (Polly#530), never above it.
+        assert!(prev <= 2000.0 * MS);
+        // Conditional mean given the state: E[min(cap, U(b, 3s))] with 3s below the cap.
+        let xs: Vec<f64> = (0..DRAWS)
+            .map(|_| {
+                let mut st = BackoffState(100.0 * MS);
+                b.delay_ns(2, &mut st, &mut r) as f64 / MS
+            })
+            .collect();
+        assert_mean(&xs, (5.0 + 300.0) / 2.0);
+    }
+
+    #[test]
+    fn decorrelated_v2_matches_pollys_formula() {
+        let b = Backoff::from_spec(&BackoffSpec::DecorrelatedJitterV2 { base: ms(100), cap: None });
+        // Hand-computed from Polly's formula with a known uniform draw sequence.
+        let mut r = rng();
+        let mut check = rng();
+        let mut st = b.initial_state();
+        let mut prev = 0.0;
+        for k in 1..=6u32 {
+            let t = (k - 1) as f64 + u01(&mut check);
+            let next = 2f64.powf(t) * (4.0 * t).sqrt().tanh();
+            let expected = (next - prev) / 1.4 * 100.0 * MS;
+            prev = next;
+            assert_eq!(b.delay_ns(k, &mut st, &mut r), expected.round() as u64, "k={k}");
+        }
+        // The first delay increases with t = U(0,1), so its median is the formula at t = 0.5:
+        // 2^0.5 * tanh(sqrt(2)) / 1.4 * base = 0.8975 * base (Polly calls `base` "the median
+        // first-retry delay": approximately so).
+        let mut firsts: Vec<f64> =
+            (0..20_001).map(|_| b.delay_ns(1, &mut b.initial_state(), &mut r) as f64).collect();
+        firsts.sort_by(f64::total_cmp);
+        let median = firsts[10_000] / MS;
+        let expected = 2f64.sqrt() * 2f64.sqrt().tanh() / 1.4 * 100.0;
+        // The sample median of t has sd 1/(2 sqrt(n)) = 0.0035; the delay's slope there is
+        // about 92 ms per unit of t, so the sd is about 0.33 ms: 2 ms is 6 sd.
+        assert!((median - expected).abs() < 2.0, "median first delay {median} ms vs {expected}");
+        // Always non-negative, and the cap bounds it.
+        let capped =
+            Backoff::from_spec(&BackoffSpec::DecorrelatedJitterV2 { base: ms(100), cap: Some(ms(1000)) });
+        for x in sample(&capped, 10) {
+            assert!((0.0..=1000.0).contains(&x));
+        }
+    }
+
+    #[test]
+    fn additive_and_proportional_jitter() {
+        let add = Backoff::from_spec(&BackoffSpec::AdditiveJitter {
+            base: ms(100),
+            cap: Some(ms(1000)),
+            multiplier: 2.0,
+            jitter: ms(50),
+        });
+        let xs = sample(&add, 2);
+        assert!(xs.iter().all(|&x| (200.0..=250.0).contains(&x)));
+        assert_mean(&xs, 225.0);
+        // The cap applies after the jitter.
+        assert!(sample(&add, 5).iter().all(|&x| x == 1000.0));
+
+        let grpc = Backoff::from_spec(&BackoffSpec::ProportionalJitter {
+            base: ms(100),
+            cap: Some(ms(1000)),
+            multiplier: 2.0,
+            p: 0.2,
+        });
+        let xs = sample(&grpc, 3);
+        assert!(xs.iter().all(|&x| (320.0..=480.0).contains(&x)));
+        assert_mean(&xs, 400.0);
+        // +-20 % after the cap: may exceed the cap by up to 20 % (gRFC A6).
+        let xs = sample(&grpc, 10);
+        assert!(xs.iter().all(|&x| (800.0..=1200.0).contains(&x)));
+        assert!(xs.iter().any(|&x| x > 1000.0));
+        assert_mean(&xs, 1000.0);
+    }
+}

@@ -1,0 +1,11 @@
+//! Client retry policy: pure functions and small state machines, unit-tested without the
+//! engine. The model (`crate::model`) asks them what to do; they never see events.
+
+pub mod backoff;
+pub mod decision;
+pub mod retry_on;
+pub mod uniform;
+
+pub use backoff::{Backoff, BackoffState};
+pub use decision::{Decision, FailReason, RetryPolicy};
+pub use retry_on::{Outcome, RetryOn};

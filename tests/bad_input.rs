@@ -1,0 +1,224 @@
+//! Bad input is refused before anything runs (DESIGN §7, §8): exit code 2, a message on stderr
+//! that names the key, and no output folder. Each case runs through both `retrysim check` and
+//! `retrysim run --out DIR`.
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use std::path::Path;
+
+const VALID: &str = r#"name = "t"
+seed = 7
+runs = 2
+horizon = "20s"
+[workload]
+kind = "closed"
+clients = 20
+[server]
+concurrency = 4
+service_time = { dist = "exponential", mean = "10ms" }
+queue = 0
+[client]
+max_attempts = 3
+[[strategies]]
+name = "fj"
+backoff = { kind = "full-jitter", base = "10ms", cap = "1s" }
+"#;
+
+const STRATEGY: &str =
+    "[[strategies]]\nname = \"fj\"\nbackoff = { kind = \"full-jitter\", base = \"10ms\", cap = \"1s\" }\n";
+
+/// One refused input: the file's text, extra arguments, and what stderr must contain.
+struct Case {
+    what: &'static str,
+    text: String,
+    args: &'static [&'static str],
+    stderr: &'static [&'static str],
+}
+
+fn replaced(from: &str, to: &str) -> String {
+    assert!(VALID.contains(from), "test bug: {from:?} is not in the valid file");
+    VALID.replacen(from, to, 1)
+}
+
+fn cases() -> Vec<Case> {
+    let valid = || VALID.to_owned();
+    vec![
+        Case {
+            what: "unknown key",
+            text: replaced("concurrency = 4", "concurrenc = 4"),
+            args: &[],
+            stderr: &["`server.concurrenc`", "did you mean `server.concurrency`?"],
+        },
+        Case {
+            what: "unknown key inside a strategy's backoff",
+            text: replaced("base = \"10ms\"", "bse = \"10ms\""),
+            args: &[],
+            stderr: &["`strategies.fj.backoff.bse`", "did you mean `strategies.fj.backoff.base`?"],
+        },
+        Case {
+            what: "unparsable duration",
+            text: replaced("horizon = \"20s\"", "horizon = \"20 seconds\""),
+            args: &[],
+            stderr: &["`horizon`", "unknown unit"],
+        },
+        Case {
+            what: "negative duration",
+            text: replaced("max_attempts = 3", "max_attempts = 3\ntimeout = \"-1s\""),
+            args: &[],
+            stderr: &["`client.timeout`", "negative"],
+        },
+        Case {
+            what: "cap < base",
+            text: replaced("cap = \"1s\"", "cap = \"1ms\""),
+            args: &[],
+            stderr: &["`strategies.fj.backoff.cap`", "cap must be >= base"],
+        },
+        Case {
+            what: "probability outside [0, 1]",
+            text: format!("{VALID}[network]\nrequest_loss = 1.5\n"),
+            args: &[],
+            stderr: &["`network.request_loss`", "outside [0, 1]"],
+        },
+        Case {
+            what: "zero concurrency",
+            text: replaced("concurrency = 4", "concurrency = 0"),
+            args: &[],
+            stderr: &["`server.concurrency`", "zero concurrency"],
+        },
+        Case {
+            what: "no strategies",
+            text: replaced(STRATEGY, ""),
+            args: &[],
+            stderr: &["`strategies`", "no strategies"],
+        },
+        Case {
+            what: "two strategies with one name",
+            text: format!("{VALID}{STRATEGY}"),
+            args: &[],
+            stderr: &["`strategies.fj`", "two strategies with one name"],
+        },
+        Case {
+            what: "missing key",
+            text: replaced("kind = \"closed\"\n", ""),
+            args: &[],
+            stderr: &["missing key `workload.kind`", "closed, open"],
+        },
+        Case {
+            what: "wrong kind",
+            text: replaced("kind = \"full-jitter\"", "kind = \"fulljitter\""),
+            args: &[],
+            stderr: &["`strategies.fj.backoff.kind`", "did you mean \"full-jitter\"", "decorrelated-jitter"],
+        },
+        Case {
+            what: "TOML syntax error",
+            text: replaced("seed = 7", "seed = = 7"),
+            args: &[],
+            stderr: &["not valid TOML", "line 2, column"],
+        },
+        Case {
+            what: "a --set key that does not exist",
+            text: valid(),
+            args: &["--set", "server.concurency=5"],
+            stderr: &["server.concurency", "did you mean `server.concurrency`?"],
+        },
+        Case {
+            what: "a --set key under a misspelt table",
+            text: valid(),
+            args: &["--set", "clent.timeout=2s"],
+            stderr: &["clent.timeout", "did you mean `client.timeout`?"],
+        },
+        Case {
+            what: "a --set of an unknown strategy",
+            text: valid(),
+            args: &["--set", "strategies.fast.backoff.base=1s"],
+            stderr: &["strategies.fast.backoff.base", "no strategy named `fast`", "fj"],
+        },
+        Case {
+            what: "malformed --set (no `=`)",
+            text: valid(),
+            args: &["--set", "server.concurrency"],
+            stderr: &["server.concurrency"],
+        },
+        Case {
+            what: "zero concurrency from --set",
+            text: valid(),
+            args: &["--set", "server.concurrency=0"],
+            stderr: &["server.concurrency=0", "zero concurrency"],
+        },
+        Case {
+            what: "cap < base from --set",
+            text: valid(),
+            args: &["--set", "strategies.fj.backoff.cap=1ms"],
+            stderr: &["strategies.fj.backoff.cap", "cap must be >= base"],
+        },
+        Case {
+            what: "probability from --set",
+            text: valid(),
+            args: &["--set", "network.response_loss=-0.5"],
+            stderr: &["network.response_loss", "outside [0, 1]"],
+        },
+        Case {
+            what: "unparsable duration from --set",
+            text: valid(),
+            args: &["--set", "client.timeout=soon"],
+            stderr: &["client.timeout", "duration"],
+        },
+        Case {
+            what: "swept key that does not exist",
+            text: format!("{VALID}[sweep]\n\"server.concurency\" = [1, 2]\n"),
+            args: &[],
+            stderr: &["sweep.\"server.concurency\"", "did you mean `sweep.\"server.concurrency\"`?"],
+        },
+    ]
+}
+
+/// Runs `retrysim ARGS` in `dir` and checks the refusal.
+fn assert_refused(dir: &Path, args: &[&str], case: &Case) {
+    let output = cargo_bin_cmd!("retrysim").current_dir(dir).args(args).output().expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let shown = format!("case {:?}, retrysim {}:\n{stderr}", case.what, args.join(" "));
+    assert_eq!(output.status.code(), Some(2), "{shown}");
+    for fragment in case.stderr {
+        assert!(stderr.contains(fragment), "stderr lacks {fragment:?}: {shown}");
+    }
+    assert!(!dir.join("out").exists(), "--out folder created: {shown}");
+    assert!(!dir.join("results").exists(), "default output folder created: {shown}");
+}
+
+#[test]
+fn bad_input_is_refused_with_the_key_and_no_output() {
+    for case in cases() {
+        let tmp = tempfile::tempdir().expect("a temporary folder");
+        std::fs::write(tmp.path().join("e.toml"), &case.text).expect("the file is written");
+        let mut check = vec!["check", "e.toml"];
+        check.extend(case.args);
+        assert_refused(tmp.path(), &check, &case);
+        let mut run = vec!["run", "e.toml", "--out", "out"];
+        run.extend(case.args);
+        assert_refused(tmp.path(), &run, &case);
+        // Without --out, `run` would write results/<name>/: still nothing.
+        let mut default_out = vec!["run", "e.toml"];
+        default_out.extend(case.args);
+        assert_refused(tmp.path(), &default_out, &case);
+    }
+}
+
+#[test]
+fn a_missing_file_is_bad_input() {
+    let tmp = tempfile::tempdir().expect("a temporary folder");
+    let case = Case { what: "missing file", text: String::new(), args: &[], stderr: &["nope.toml"] };
+    assert_refused(tmp.path(), &["check", "nope.toml"], &case);
+    assert_refused(tmp.path(), &["run", "nope.toml", "--out", "out", "--set", "server.concurrency=2"], &case);
+}
+
+#[test]
+fn the_valid_file_passes_check() {
+    let tmp = tempfile::tempdir().expect("a temporary folder");
+    std::fs::write(tmp.path().join("e.toml"), VALID).expect("the file is written");
+    let output = cargo_bin_cmd!("retrysim")
+        .current_dir(tmp.path())
+        .args(["check", "e.toml", "--set", "strategies.fj.backoff.base=20ms", "--set", "client.timeout=2s"])
+        .output()
+        .expect("the binary runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!tmp.path().join("results").exists(), "check writes nothing");
+}

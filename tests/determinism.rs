@@ -1,0 +1,287 @@
+//! DESIGN §2 (contract): the same experiment file and seed give byte-identical CSV files,
+//! whatever the number of threads and from one invocation to the next. DESIGN §6: the CSV
+//! columns, and atomic writes that leave no temporary file behind.
+
+use assert_cmd::Command;
+use retrysim::engine::rng::run_seed;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// DESIGN §5's metric columns, in order.
+const METRICS: [&str; 24] = [
+    "ops",
+    "succeeded",
+    "failed",
+    "success_rate",
+    "failed_exhausted",
+    "failed_non_retryable",
+    "failed_deadline",
+    "failed_budget",
+    "failed_breaker",
+    "failed_throttled",
+    "failed_unfinished",
+    "calls",
+    "amplification",
+    "server_calls",
+    "completion_time_s",
+    "latency_p50_s",
+    "latency_p99_s",
+    "latency_max_s",
+    "duplicates",
+    "wasted_work_s",
+    "peak_offered_rps",
+    "recovery_time_s",
+    "metastable",
+    "events",
+];
+
+/// A small queue-server experiment that exercises every source of randomness: an open
+/// workload with a spike spread over many client processes, network latency and losses,
+/// background errors (one with an after effect), every fault kind, timeouts, a deadline,
+/// drop_expired, and every jittered backoff, over two sweep points.
+const QUEUE_EXPERIMENT: &str = r#"
+name = "determinism-queue"
+seed = 7
+runs = 3
+horizon = "20s"
+
+[workload]
+kind = "open"
+rate = 250.0
+duration = "12s"
+clients = 40
+schedule = [{ at = "3s", rate = 500.0 }, { at = "4s", rate = 250.0 }]
+
+[network]
+latency = { dist = "lognormal", median = "2ms", sigma = 0.5 }
+request_loss = 0.01
+response_loss = 0.02
+
+[server]
+kind = "queue"
+concurrency = 12
+service_time = { dist = "exponential", mean = "30ms" }
+queue = 60
+reject_status = 429
+drop_expired = true
+errors = [{ status = 503, probability = 0.02 }, { status = 500, probability = 0.01, after_effect = true }]
+
+[[server.faults]]
+kind = "outage"
+start = "1s"
+duration = "700ms"
+status = 503
+
+[[server.faults]]
+kind = "capacity"
+start = "2s"
+duration = "1s"
+factor = 0.5
+
+[[server.faults]]
+kind = "slowdown"
+start = "4s"
+duration = "1s"
+factor = 3.0
+
+[[server.faults]]
+kind = "errors"
+start = "5s"
+duration = "500ms"
+probability = 0.4
+status = 502
+after_effect = true
+
+[[server.faults]]
+kind = "outage"
+start = "6s"
+duration = "300ms"
+status = "timeout"
+
+[client]
+timeout = "250ms"
+max_attempts = 5
+deadline = "1s"
+
+[[strategies]]
+name = "full-jitter"
+backoff = { kind = "full-jitter", base = "20ms", cap = "1s" }
+
+[[strategies]]
+name = "equal-jitter"
+backoff = { kind = "equal-jitter", base = "20ms", cap = "1s" }
+
+[[strategies]]
+name = "decorrelated-jitter"
+backoff = { kind = "decorrelated-jitter", base = "20ms", cap = "1s" }
+
+[[strategies]]
+name = "decorrelated-jitter-v2"
+backoff = { kind = "decorrelated-jitter-v2", base = "20ms", cap = "1s" }
+
+[[strategies]]
+name = "additive-jitter"
+backoff = { kind = "additive-jitter", base = "20ms", cap = "1s", jitter = "15ms" }
+
+[[strategies]]
+name = "proportional-jitter"
+backoff = { kind = "proportional-jitter", base = "20ms", cap = "1s", p = 0.2 }
+max_attempts = 3
+
+[[strategies]]
+name = "exponential"
+backoff = { kind = "exponential", base = "20ms", cap = "1s" }
+
+[sweep]
+"server.concurrency" = [10, 16]
+"#;
+
+fn retrysim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_retrysim"))
+}
+
+fn aws_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/aws-2015-jitter.toml")
+}
+
+/// The reduced AWS study: three sweep points, five runs.
+const AWS_ARGS: [&str; 4] = ["--runs", "5", "--set", "sweep.workload.clients=[10, 60, 120]"];
+
+/// Runs `retrysim run FILE ARGS --threads N --out DIR` and returns (runs.csv, summary.csv).
+fn run(file: &Path, args: &[&str], threads: u32, out: &Path) -> (Vec<u8>, Vec<u8>) {
+    retrysim()
+        .arg("run")
+        .arg(file)
+        .args(args)
+        .args(["--threads", &threads.to_string(), "--out"])
+        .arg(out)
+        .assert()
+        .success();
+    assert_no_temporary_files(out);
+    let read = |name: &str| std::fs::read(out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (read("runs.csv"), read("summary.csv"))
+}
+
+fn assert_no_temporary_files(dir: &Path) {
+    let leftovers: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".retrysim-") || n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left in {}: {leftovers:?}", dir.display());
+}
+
+/// Runs the experiment twice on one thread and once on two; all outputs must be identical,
+/// byte for byte. Returns runs.csv and summary.csv.
+fn assert_reproducible(file: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = run(file, args, 1, &tmp.path().join("t1a"));
+    let again = run(file, args, 1, &tmp.path().join("t1b"));
+    let two = run(file, args, 2, &tmp.path().join("t2"));
+    assert!(first.0 == again.0, "runs.csv differs between two invocations on one thread");
+    assert!(first.1 == again.1, "summary.csv differs between two invocations on one thread");
+    assert!(first.0 == two.0, "runs.csv differs between 1 and 2 threads");
+    assert!(first.1 == two.1, "summary.csv differs between 1 and 2 threads");
+    // Writing over existing files (the rename path) gives the same bytes again.
+    let over = run(file, args, 2, &tmp.path().join("t1a"));
+    assert!(first == over, "re-running into the same folder changed the outputs");
+    first
+}
+
+fn table(bytes: &[u8]) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::Reader::from_reader(bytes);
+    let header = r.headers().unwrap().iter().map(String::from).collect();
+    let rows = r.records().map(|rec| rec.unwrap().iter().map(String::from).collect()).collect();
+    (header, rows)
+}
+
+fn expected_runs_header(sweep_keys: &[&str]) -> Vec<String> {
+    let mut h: Vec<String> = sweep_keys.iter().map(|k| k.to_string()).collect();
+    h.extend(["strategy", "run", "seed"].map(String::from));
+    h.extend(METRICS.map(String::from));
+    h
+}
+
+fn expected_summary_header(sweep_keys: &[&str]) -> Vec<String> {
+    let mut h: Vec<String> = sweep_keys.iter().map(|k| k.to_string()).collect();
+    h.extend(["strategy", "runs"].map(String::from));
+    for m in METRICS {
+        h.push(m.to_string());
+        h.push(format!("{m}_sd"));
+    }
+    h
+}
+
+/// Checks the headers, the row counts and that the `seed` column is the run's master seed,
+/// a function of (experiment seed, point, run) only.
+fn check_layout(
+    runs: &[u8],
+    summary: &[u8],
+    sweep_key: &str,
+    points: usize,
+    strategies: usize,
+    n_runs: u64,
+    seed: u64,
+) {
+    let (header, rows) = table(runs);
+    assert_eq!(header, expected_runs_header(&[sweep_key]));
+    assert_eq!(rows.len(), points * strategies * n_runs as usize);
+    for (i, row) in rows.iter().enumerate() {
+        let point = (i / (strategies * n_runs as usize)) as u64;
+        let run: u64 = row[2].parse().unwrap();
+        assert_eq!(run, i as u64 % n_runs, "row {i}: runs are numbered 0.. within each cell");
+        assert_eq!(row[3], run_seed(seed, point, run).to_string(), "row {i}: the seed column");
+    }
+    let (header, rows) = table(summary);
+    assert_eq!(header, expected_summary_header(&[sweep_key]));
+    assert_eq!(rows.len(), points * strategies);
+    assert!(rows.iter().all(|r| r[2] == n_runs.to_string()), "the runs column");
+}
+
+#[test]
+fn queue_experiment_is_byte_identical_across_threads_and_invocations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("queue.toml");
+    std::fs::write(&file, QUEUE_EXPERIMENT).unwrap();
+    let (runs, summary) = assert_reproducible(&file, &[]);
+    check_layout(&runs, &summary, "server.concurrency", 2, 7, 3, 7);
+
+    // Common random numbers: the strategy is not part of the seed, so in each (point, run)
+    // every strategy sees the same arrivals (the horizon is past the workload's end).
+    let (header, rows) = table(&runs);
+    let ops = header.iter().position(|h| h == "ops").unwrap();
+    let mut by_run: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
+    for r in &rows {
+        by_run.entry((r[0].clone(), r[2].clone())).or_default().push(&r[ops]);
+    }
+    for ((point, run), ops) in by_run {
+        assert!(
+            ops.iter().all(|o| *o == ops[0]),
+            "point {point} run {run}: ops differ between strategies: {ops:?}"
+        );
+    }
+    // The experiment is not degenerate: retries, failures and duplicates all happen.
+    let sum = |name: &str| -> f64 {
+        let i = header.iter().position(|h| h == name).unwrap();
+        rows.iter().map(|r| r[i].parse::<f64>().unwrap()).sum()
+    };
+    assert!(sum("calls") > sum("ops") * 1.05, "few retries: the experiment does not exercise the policies");
+    assert!(sum("failed") > 0.0 && sum("duplicates") > 0.0 && sum("failed_deadline") > 0.0);
+
+    // Another seed: other dice, other results.
+    let other = run(&file, &["--seed", "8"], 2, &tmp.path().join("seed8"));
+    assert!(other.0 != runs, "--seed 8 gave the same runs.csv as seed 7");
+    check_layout(&other.0, &other.1, "server.concurrency", 2, 7, 3, 8);
+}
+
+#[test]
+fn aws_study_is_byte_identical_across_threads_and_invocations() {
+    let (runs, summary) = assert_reproducible(&aws_file(), &AWS_ARGS);
+    check_layout(&runs, &summary, "workload.clients", 3, 5, 5, 2015);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = AWS_ARGS.to_vec();
+    args.extend(["--seed", "2016"]);
+    let other = run(&aws_file(), &args, 2, tmp.path());
+    assert!(other.0 != runs, "--seed 2016 gave the same runs.csv as 2015");
+}

@@ -1,0 +1,122 @@
+//! The optimised event queues give exactly the results of the reference binary heap: same
+//! events in the same order, so identical metrics and identical CSV bytes.
+
+use retrysim::experiment::{self, Experiment, Overrides};
+use retrysim::model::{Calendar, Heap, QueueChoice, Radix};
+use retrysim::report::{Exporter, RunsCsv, SummaryCsv};
+use retrysim::sweep::{Results, run_with};
+use std::path::Path;
+
+fn shipped(file: &str, set: &[(&str, &str)]) -> Experiment {
+    let overrides = Overrides {
+        set: set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..Default::default()
+    };
+    experiment::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments").join(file), &overrides)
+        .expect("shipped experiments are valid")
+}
+
+/// Timeouts, losses, every fault kind, background errors with and without after-effects,
+/// `drop_expired`, a ramp: every code path of the queue model that schedules events.
+const STRESS: &str = r#"
+name = "stress"
+seed = 11
+runs = 3
+horizon = "40s"
+[workload]
+kind = "open"
+rate = 400.0
+duration = "30s"
+clients = 50
+schedule = [{ at = "5s", rate = 900.0 }, { at = "12s", rate = 300.0 }]
+[network]
+latency = { dist = "uniform", low = "1ms", high = "6ms" }
+request_loss = 0.01
+response_loss = 0.02
+[server]
+concurrency = 20
+service_time = { dist = "lognormal", median = "30ms", sigma = 0.8 }
+queue = 200
+reject_status = 429
+drop_expired = true
+errors = [{ status = 503, probability = 0.02 }, { status = 500, probability = 0.01, after_effect = true }]
+[[server.faults]]
+kind = "outage"
+start = "8s"
+duration = "2s"
+status = "timeout"
+[[server.faults]]
+kind = "capacity"
+start = "14s"
+duration = "4s"
+factor = 0.3
+[[server.faults]]
+kind = "slowdown"
+start = "20s"
+duration = "3s"
+factor = 2.5
+[[server.faults]]
+kind = "errors"
+start = "24s"
+duration = "2s"
+probability = 0.5
+status = 502
+[client]
+timeout = "300ms"
+deadline = "3s"
+max_attempts = 5
+[[strategies]]
+name = "none"
+backoff = { kind = "none" }
+[[strategies]]
+name = "fj"
+backoff = { kind = "full-jitter", base = "20ms", cap = "1s" }
+[[strategies]]
+name = "dj2"
+backoff = { kind = "decorrelated-jitter-v2", base = "20ms", cap = "1s" }
+[sweep]
+"server.drop_expired" = [true, false]
+"#;
+
+fn csv(exp: &Experiment, r: &Results) -> (Vec<u8>, Vec<u8>) {
+    (RunsCsv.render(exp, r), SummaryCsv.render(exp, r))
+}
+
+fn assert_same_as_heap<C: QueueChoice>(exp: &Experiment) {
+    let reference = run_with::<Heap>(exp, &|_| {});
+    let candidate = run_with::<C>(exp, &|_| {});
+    assert_eq!(reference.runs, candidate.runs, "{}: metrics differ from the binary heap's", exp.name);
+    assert_eq!(csv(exp, &reference), csv(exp, &candidate), "{}: CSV bytes differ", exp.name);
+    assert!(reference.events() > 0);
+}
+
+fn experiments() -> Vec<Experiment> {
+    vec![
+        experiment::load_str(STRESS, "stress", &Overrides::default()).expect("valid"),
+        shipped("retry-storm.toml", &[("workload.duration", "20s"), ("horizon", "30s")]),
+        {
+            let mut e = shipped("aws-2015-jitter.toml", &[("sweep.workload.clients", "[10, 50, 150]")]);
+            e.runs = 3;
+            e
+        },
+        {
+            let mut e = shipped("herd-10k.toml", &[("server.queue", "50"), ("workload.ramp", "200ms")]);
+            e.runs = 2;
+            e
+        },
+    ]
+}
+
+#[test]
+fn calendar_queue_matches_the_binary_heap() {
+    for exp in experiments() {
+        assert_same_as_heap::<Calendar>(&exp);
+    }
+}
+
+#[test]
+fn radix_heap_matches_the_binary_heap() {
+    for exp in experiments() {
+        assert_same_as_heap::<Radix>(&exp);
+    }
+}
