@@ -6,6 +6,8 @@
 //! instant run in scheduling order, whatever the queue implementation, thread or platform.
 
 pub mod calendar;
+#[cfg(test)]
+mod conformance;
 pub mod queue;
 pub mod radix;
 pub mod rng;
@@ -19,6 +21,14 @@ pub type Nanos = u64;
 
 /// Nanoseconds per second, for conversions at the edges (files, CSV columns).
 pub const NS_PER_S: f64 = 1e9;
+
+/// A non-negative real number of nanoseconds rounded to the nearest nanosecond (halves up),
+/// saturating at the end of time; NaN gives 0. Spelled `(x + 0.5) as u64` because
+/// `f64::round` is a library call on baseline x86-64 and this sits on every sampled delay.
+#[inline]
+pub fn to_nanos(x: f64) -> Nanos {
+    (x + 0.5) as Nanos
+}
 
 /// The clock and the pending events of one run.
 ///
@@ -87,6 +97,29 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
         self.now = t;
         self.processed += 1;
         Some(event)
+    }
+}
+
+/// A simulation model: it handles its own events, scheduling new ones.
+pub trait Model {
+    type Event;
+
+    /// Handles `event` at `s.now()`.
+    fn handle<Q: EventQueue<Self::Event>>(&mut self, event: Self::Event, s: &mut Scheduler<Self::Event, Q>);
+
+    /// Told the event that comes after the one about to be handled (when the queue knows it),
+    /// so the model can start loading the memory it will touch. Only a hint.
+    #[inline]
+    fn prefetch(&self, _next: &Self::Event) {}
+}
+
+/// Runs `model` until no event is left at or before `horizon`.
+pub fn run<M: Model, Q: EventQueue<M::Event>>(model: &mut M, s: &mut Scheduler<M::Event, Q>, horizon: Nanos) {
+    while let Some(event) = s.pop_until(horizon) {
+        if let Some(next) = s.peek() {
+            model.prefetch(next);
+        }
+        model.handle(event, s);
     }
 }
 

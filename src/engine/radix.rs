@@ -118,72 +118,10 @@ impl<E> EventQueue<E> for RadixQueue<E> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::HeapQueue;
     use super::*;
-    use rand::{Rng, SeedableRng};
-    use rand_xoshiro::Xoshiro256PlusPlus;
-
-    /// Drives both queues with the same random schedule (pushes never before the last pop,
-    /// many ties) and checks they pop identical sequences.
-    fn same_as_heap(seed: u64, steps: usize, spread: u64) {
-        let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let mut heap = HeapQueue::default();
-        let mut radix = RadixQueue::default();
-        let (mut now, mut seq) = (0u64, 0u64);
-        for _ in 0..steps {
-            let pushes = r.next_u64() % 4;
-            for _ in 0..pushes {
-                // A quarter of the pushes tie with the current time.
-                let t = if r.next_u64() % 4 == 0 { now } else { now.saturating_add(r.next_u64() % spread) };
-                heap.push(t, seq, seq);
-                radix.push(t, seq, seq);
-                seq += 1;
-            }
-            let horizon = now.saturating_add(r.next_u64() % spread);
-            let a = heap.pop_if_at_most(horizon);
-            let b = radix.pop_if_at_most(horizon);
-            assert_eq!(a, b);
-            if let Some((t, _)) = a {
-                now = t;
-            }
-            assert_eq!(heap.len(), radix.len());
-        }
-        while let Some(a) = heap.pop_if_at_most(u64::MAX) {
-            assert_eq!(Some(a), radix.pop_if_at_most(u64::MAX));
-        }
-        assert!(radix.is_empty());
-    }
 
     #[test]
-    fn pops_in_the_same_order_as_the_binary_heap() {
-        for seed in 0..20 {
-            same_as_heap(seed, 20_000, 1 + seed * seed * 1000);
-        }
-        same_as_heap(99, 5_000, u64::MAX / 4);
-    }
-
-    #[test]
-    fn ties_pop_in_scheduling_order() {
-        let mut q = RadixQueue::default();
-        for s in 0..1000u64 {
-            q.push(if s % 2 == 0 { 5 } else { 0 }, s, s);
-        }
-        let order: Vec<u64> = std::iter::from_fn(|| q.pop_if_at_most(u64::MAX).map(|(_, e)| e)).collect();
-        let mut expected: Vec<u64> = (0..1000).filter(|s| s % 2 == 1).collect();
-        expected.extend((0..1000).filter(|s| s % 2 == 0));
-        assert_eq!(order, expected);
-    }
-
-    #[test]
-    fn horizon_leaves_later_events_pending() {
-        let mut q = RadixQueue::default();
-        q.push(10, 0, 'a');
-        q.push(30, 1, 'b');
-        assert_eq!(q.pop_if_at_most(20), Some((10, 'a')));
-        assert_eq!(q.pop_if_at_most(20), None);
-        assert_eq!(q.len(), 1);
-        q.push(25, 2, 'c');
-        assert_eq!(q.pop_if_at_most(u64::MAX), Some((25, 'c')));
-        assert_eq!(q.pop_if_at_most(u64::MAX), Some((30, 'b')));
+    fn meets_the_event_queue_contract() {
+        super::super::conformance::check::<RadixQueue<u64>>();
     }
 }

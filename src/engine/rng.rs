@@ -64,11 +64,10 @@ mod tests {
     fn streams_are_pinned() {
         // Golden values: if these change, every published result changes. Do not update them
         // without a note in the changelog.
+        assert_eq!(run_seed(42, 0, 0), 11_304_298_033_857_100_685);
         let mut s = stream(run_seed(42, 0, 0), Stream::Network);
-        let first = s.next_u64();
-        let mut again = stream(run_seed(42, 0, 0), Stream::Network);
-        assert_eq!(first, again.next_u64());
-        assert_eq!(run_seed(42, 0, 0), derive(derive(42, 0), 0));
+        assert_eq!(s.next_u64(), 11_539_812_289_337_051_501);
+        assert_eq!(s.next_u64(), 512_687_860_676_282_120);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use super::ops::{Op, OpTable};
 use super::workload::Workload;
 use crate::engine::Nanos;
 use crate::engine::rng::{Stream, derive};
-use crate::metrics::RunRecorder;
+use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::{Decision, Outcome, RetryPolicy};
 use rand::SeedableRng;
 use rand_xoshiro::SplitMix64;
@@ -151,6 +151,14 @@ impl Clients {
                 AfterFailure::Ended(self.next_op(client, now))
             }
         }
+    }
+
+    /// Closes the run at the horizon: operations still pending fail as `unfinished`.
+    pub fn finish(self, events: u64, faults_end: Option<Nanos>, horizon: Nanos) -> RunMetrics {
+        let pending = self.ops.pending();
+        let mut rec = self.rec;
+        rec.unfinished(pending, horizon);
+        rec.finish(events, faults_end, horizon)
     }
 
     #[inline]

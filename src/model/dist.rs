@@ -1,6 +1,6 @@
 //! Duration distributions (DESIGN §3.2) turned into samplers over nanoseconds.
 
-use crate::engine::Nanos;
+use crate::engine::{Nanos, to_nanos};
 use crate::experiment::DistSpec;
 use crate::policy::uniform::u01;
 use rand::Rng;
@@ -68,7 +68,7 @@ impl Dist {
             Dist::LogNormal(l) => l.sample(rng),
         };
         // Saturating float-to-int conversion: a huge lognormal tail stays finite.
-        x.round() as Nanos
+        to_nanos(x)
     }
 }
 

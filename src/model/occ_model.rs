@@ -12,7 +12,7 @@ use super::clients::{AfterFailure, Clients, NextOp};
 use super::network::Network;
 use super::workload::{StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
-use crate::engine::{EventQueue, Nanos, Scheduler};
+use crate::engine::{self, EventQueue, Model, Nanos, Scheduler};
 use crate::metrics::RunMetrics;
 use crate::policy::Outcome;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -44,6 +44,8 @@ pub enum Ev {
     },
 }
 
+const _: () = assert!(std::mem::size_of::<Ev>() == 12);
+
 /// What a failed write looks like to the client: 409 Conflict (retryable by default).
 pub const CONFLICT: Outcome = Outcome::Status(409);
 
@@ -73,19 +75,13 @@ pub fn run<Q: EventQueue<Ev>>(
         sched.schedule_at(at, Ev::FirstStart { client });
     }
     let mut model = OccModel { clients, net, version: 0, arrivals, starts };
-    while let Some(ev) = sched.pop_until(horizon) {
-        if let Some(next) = sched.peek() {
-            model.prefetch(next);
-        }
-        model.handle(ev, &mut sched);
-    }
-    let pending = model.clients.ops.pending();
-    let mut rec = model.clients.rec;
-    rec.unfinished(pending, horizon);
-    rec.finish(sched.processed(), None, horizon)
+    engine::run(&mut model, &mut sched, horizon);
+    model.clients.finish(sched.processed(), None, horizon)
 }
 
-impl OccModel {
+impl Model for OccModel {
+    type Event = Ev;
+
     /// Starts loading the operation the next event will touch.
     #[inline]
     fn prefetch(&self, next: &Ev) {
@@ -96,12 +92,6 @@ impl OccModel {
             | Ev::WriteReply { op, .. } => self.clients.ops.prefetch(op),
             Ev::FirstStart { .. } | Ev::ClientStart { .. } => {}
         }
-    }
-
-    /// One hop's latency (validation refuses losses for `occ`).
-    #[inline]
-    fn hop(&mut self) -> Nanos {
-        self.net.request().unwrap_or(0)
     }
 
     fn handle<Q: EventQueue<Ev>>(&mut self, ev: Ev, s: &mut Scheduler<Ev, Q>) {
@@ -156,5 +146,13 @@ impl OccModel {
                 }
             }
         }
+    }
+}
+
+impl OccModel {
+    /// One hop's latency (validation refuses losses for `occ`).
+    #[inline]
+    fn hop(&mut self) -> Nanos {
+        self.net.request().unwrap_or(0)
     }
 }

@@ -11,7 +11,7 @@ use super::faults::{Faults, OutageAnswer};
 use super::network::Network;
 use super::workload::{OpenArrivals, StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
-use crate::engine::{EventQueue, Nanos, Scheduler};
+use crate::engine::{self, EventQueue, Model, Nanos, Scheduler};
 use crate::experiment::QueueServerSpec;
 use crate::metrics::RunMetrics;
 use crate::policy::Outcome;
@@ -42,6 +42,9 @@ pub enum Ev {
     /// Capacity went back up: waiting requests may start.
     CapacityRestored,
 }
+
+// Events are copied in and out of the queue millions of times a second: keep them small.
+const _: () = assert!(std::mem::size_of::<Ev>() == 24);
 
 /// A request held by the server.
 #[derive(Clone, Copy, Debug)]
@@ -143,19 +146,13 @@ pub fn run<Q: EventQueue<Ev>>(
             model.open = Some((arrivals.clone(), *clients));
         }
     }
-    while let Some(ev) = sched.pop_until(horizon) {
-        if let Some(next) = sched.peek() {
-            model.prefetch(next);
-        }
-        model.handle(ev, &mut sched);
-    }
-    let pending = model.clients.ops.pending();
-    let mut rec = model.clients.rec;
-    rec.unfinished(pending, horizon);
-    rec.finish(sched.processed(), faults_end, horizon)
+    engine::run(&mut model, &mut sched, horizon);
+    model.clients.finish(sched.processed(), faults_end, horizon)
 }
 
-impl QueueModel {
+impl Model for QueueModel {
+    type Event = Ev;
+
     /// Starts loading the operation the next event will touch.
     #[inline]
     fn prefetch(&self, next: &Ev) {
@@ -285,7 +282,7 @@ impl QueueModel {
         if !srv.faults.is_empty() {
             let f = srv.faults.slowdown(now);
             if f != 1.0 {
-                service = (service as f64 * f).round() as Nanos;
+                service = engine::to_nanos(service as f64 * f);
             }
         }
         s.schedule_in(service, Ev::Done { worker });

@@ -1,7 +1,7 @@
 //! Who calls and when (DESIGN §3.1): the closed herd of clients, or open Poisson arrivals
 //! generated one at a time as the run goes (never materialised up front).
 
-use crate::engine::{NS_PER_S, Nanos};
+use crate::engine::{NS_PER_S, Nanos, to_nanos};
 use crate::experiment::WorkloadSpec;
 use crate::policy::uniform::u01;
 use rand::Rng;
@@ -41,7 +41,7 @@ impl OpenArrivals {
                 let gap: f64 = Exp1.sample(rng);
                 let next = t as f64 + gap / rate * NS_PER_S;
                 if next < boundary as f64 {
-                    return Some(next.round() as Nanos);
+                    return Some(to_nanos(next));
                 }
             }
             if boundary >= self.end {

@@ -18,6 +18,7 @@
 //! no randomness draw nothing, so adding a deterministic strategy never shifts another stream.
 
 use super::uniform::{u01, uniform};
+use crate::engine::to_nanos;
 use crate::experiment::BackoffSpec;
 use rand::Rng;
 
@@ -142,13 +143,13 @@ impl Backoff {
                 cap_ns.min(d)
             }
             Backoff::AdditiveJitter { base_ns, cap_ns, multiplier, jitter_ns } => {
-                cap_ns.min(base_ns * multiplier.powi(exponent(k)) + uniform(rng, 0.0, jitter_ns))
+                cap_ns.min(base_ns * growth(multiplier, k) + uniform(rng, 0.0, jitter_ns))
             }
             Backoff::ProportionalJitter { base_ns, cap_ns, multiplier, p } => {
                 exponential(base_ns, cap_ns, multiplier, k) * uniform(rng, 1.0 - p, 1.0 + p)
             }
         };
-        d.clamp(0.0, MAX_DELAY_NS).round() as u64
+        to_nanos(d.clamp(0.0, MAX_DELAY_NS))
     }
 }
 
@@ -158,10 +159,17 @@ fn exponent(k: u32) -> i32 {
     (k - 1).min(i32::MAX as u32) as i32
 }
 
+/// `multiplier^(k-1)`. The common multiplier 2 is a shift: exact like `powi`, without its
+/// library loop.
+#[inline]
+fn growth(multiplier: f64, k: u32) -> f64 {
+    if multiplier == 2.0 && k <= 64 { (1u64 << (k - 1)) as f64 } else { multiplier.powi(exponent(k)) }
+}
+
 /// `v = min(cap, base * multiplier^(k-1))`.
 #[inline]
 fn exponential(base_ns: f64, cap_ns: f64, multiplier: f64, k: u32) -> f64 {
-    cap_ns.min(base_ns * multiplier.powi(exponent(k)))
+    cap_ns.min(base_ns * growth(multiplier, k))
 }
 
 #[cfg(test)]
@@ -261,6 +269,14 @@ mod tests {
     }
 
     #[test]
+    fn growth_by_two_is_exactly_powi() {
+        for k in 1..=2000u32 {
+            assert_eq!(growth(2.0, k), 2f64.powi(exponent(k)), "k={k}");
+        }
+        assert_eq!(growth(1.5, 3), 2.25);
+    }
+
+    #[test]
     fn uncapped_exponential_saturates_instead_of_overflowing() {
         let b = Backoff::from_spec(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 2.0 });
         let d = b.delay_ns(5000, &mut b.initial_state(), &mut rng());
@@ -313,7 +329,7 @@ mod tests {
                 d >= 5.0 * MS - 0.5 && d <= (3.0 * prev).min(2000.0 * MS) + 0.5,
                 "k={k} d={d} prev={prev}"
             );
-            assert_eq!(st.0.round(), d);
+            assert_eq!(to_nanos(st.0) as f64, d);
             prev = st.0;
         }
         // The cap is reached and then it bunches there (Polly#530), never above it.
@@ -341,7 +357,7 @@ mod tests {
             let next = 2f64.powf(t) * (4.0 * t).sqrt().tanh();
             let expected = (next - prev) / 1.4 * 100.0 * MS;
             prev = next;
-            assert_eq!(b.delay_ns(k, &mut st, &mut r), expected.round() as u64, "k={k}");
+            assert_eq!(b.delay_ns(k, &mut st, &mut r), to_nanos(expected), "k={k}");
         }
         // The first delay increases with t = U(0,1), so its median is the formula at t = 0.5:
         // 2^0.5 * tanh(sqrt(2)) / 1.4 * base = 0.8975 * base (Polly calls `base` "the median

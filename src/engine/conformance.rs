@@ -1,0 +1,80 @@
+//! The contract every event queue must meet, as tests shared by all implementations: pop in
+//! exact `(time, seq)` order, identical to the reference binary heap, under random schedules
+//! with ties, bursts far ahead and horizons.
+
+use super::{EventQueue, HeapQueue};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Drives `Q` and the binary heap with the same random schedule (pushes never before the last
+/// pop, many ties, a burst every thousand steps, some far ahead) and checks they pop identical
+/// sequences, and that `peek`, when `Q` offers it, shows the next event.
+fn same_as_heap<Q: EventQueue<u64>>(seed: u64, steps: usize, spread: u64) {
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut heap = HeapQueue::default();
+    let mut q = Q::default();
+    let (mut now, mut seq) = (0u64, 0u64);
+    for step in 0..steps {
+        let pushes = if step % 1000 == 0 { 500 } else { r.next_u64() % 4 };
+        for _ in 0..pushes {
+            let t = match r.next_u64() % 8 {
+                0 | 1 => now,
+                2 => now.saturating_add(r.next_u64() % spread.saturating_mul(1000)),
+                _ => now.saturating_add(r.next_u64() % spread),
+            };
+            heap.push(t, seq, seq);
+            q.push(t, seq, seq);
+            seq += 1;
+        }
+        let horizon = now.saturating_add(r.next_u64() % spread);
+        let expected = heap.pop_if_at_most(horizon);
+        if let (Some((_, e)), Some(p)) = (expected, q.peek()) {
+            assert_eq!(*p, e, "peek shows the next event");
+        }
+        assert_eq!(q.pop_if_at_most(horizon), expected, "step {step}");
+        if let Some((t, _)) = expected {
+            now = t;
+        }
+        assert_eq!(heap.len(), q.len());
+    }
+    while let Some(a) = heap.pop_if_at_most(u64::MAX) {
+        assert_eq!(Some(a), q.pop_if_at_most(u64::MAX));
+    }
+    assert!(q.is_empty());
+    assert_eq!(q.pop_if_at_most(u64::MAX), None);
+}
+
+/// Runs the whole contract against `Q`.
+pub(crate) fn check<Q: EventQueue<u64>>() {
+    for seed in 0..20 {
+        same_as_heap::<Q>(seed, 20_000, 1 + seed * seed * 1000);
+    }
+    same_as_heap::<Q>(99, 5_000, u64::MAX / 4);
+    same_as_heap::<Q>(98, 5_000, 3);
+
+    // Ties pop in scheduling order.
+    let mut q = Q::default();
+    for s in 0..1000u64 {
+        q.push(if s % 2 == 0 { 5 } else { 0 }, s, s);
+    }
+    let order: Vec<u64> = std::iter::from_fn(|| q.pop_if_at_most(u64::MAX).map(|(_, e)| e)).collect();
+    let mut expected: Vec<u64> = (0..1000).filter(|s| s % 2 == 1).collect();
+    expected.extend((0..1000).filter(|s| s % 2 == 0));
+    assert_eq!(order, expected);
+
+    // The horizon leaves later events pending, and earlier ones can still be pushed.
+    let mut q = Q::default();
+    q.push(10, 0, 100);
+    q.push(30, 1, 300);
+    assert_eq!(q.pop_if_at_most(20), Some((10, 100)));
+    assert_eq!(q.pop_if_at_most(20), None);
+    assert_eq!(q.len(), 1);
+    q.push(25, 2, 250);
+    assert_eq!(q.pop_if_at_most(u64::MAX), Some((25, 250)));
+    assert_eq!(q.pop_if_at_most(u64::MAX), Some((30, 300)));
+}
+
+#[test]
+fn binary_heap_meets_the_contract() {
+    check::<HeapQueue<u64>>();
+}
