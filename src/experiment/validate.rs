@@ -71,6 +71,7 @@ fn workload(w: &WorkloadSpec) -> Check {
         WorkloadSpec::Closed { clients, ops_per_client, .. } => {
             at_least_one("workload.clients", *clients)?;
             at_least_one("workload.ops_per_client", *ops_per_client)?;
+            at_most("workload.clients", *clients, MAX_CLIENTS, "clients")?;
             if u64::from(*clients) * u64::from(*ops_per_client) > u64::from(u32::MAX) {
                 fail(
                     "workload.ops_per_client",
@@ -98,9 +99,22 @@ fn workload(w: &WorkloadSpec) -> Check {
             if *rate == 0.0 && schedule.iter().all(|s| s.rate == 0.0) {
                 fail("workload.rate", "every rate is 0, so no operation would ever arrive; set a rate > 0")?;
             }
-            at_least_one("workload.clients", *clients)
+            at_least_one("workload.clients", *clients)?;
+            at_most("workload.clients", *clients, MAX_CLIENTS, "client processes")
         }
     }
+}
+
+/// Clients and workers each cost memory up front (about 60 bytes per client, 40 per worker):
+/// beyond these a run would exhaust memory instead of running, so it is refused up front.
+const MAX_CLIENTS: u32 = 100_000_000;
+const MAX_CONCURRENCY: u32 = 100_000_000;
+
+fn at_most(key: &str, n: u32, max: u32, what: &str) -> Check {
+    if n > max {
+        fail(key, format!("{n} {what} is more than this simulator holds in memory (at most {max})"))?;
+    }
+    Ok(())
 }
 
 fn rate_value(key: &str, rate: f64) -> Check {
@@ -152,6 +166,7 @@ fn queue_server(q: &QueueServerSpec) -> Check {
             "zero concurrency: the server needs at least 1 worker; set concurrency >= 1",
         )?;
     }
+    at_most("server.concurrency", q.concurrency, MAX_CONCURRENCY, "workers")?;
     dist("server.service_time", &q.service_time)?;
     if let DistSpec::Exponential { mean: Duration::ZERO } = q.service_time {
         fail("server.service_time.mean", "must be > 0 for an exponential service time, e.g. \"10ms\"")?;

@@ -516,3 +516,27 @@ fn lost_messages_need_a_timeout() {
         })
     });
 }
+
+#[test]
+fn sizes_that_would_exhaust_memory_are_refused() {
+    assert_refused(
+        base(),
+        |s| {
+            s.workload = WorkloadSpec::Closed {
+                clients: 200_000_000,
+                ops_per_client: 1,
+                think_time: ms(0),
+                ramp: ms(0),
+            }
+        },
+        "workload.clients",
+        "at most 100000000",
+    );
+    assert_refused(
+        base(),
+        |s| queue(s).concurrency = 2_000_000_000,
+        "server.concurrency",
+        "at most 100000000",
+    );
+    assert_ok(base(), |s| queue(s).concurrency = 100_000_000);
+}
