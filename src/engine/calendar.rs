@@ -12,11 +12,16 @@
 //!    ring runs dry, the bucket width is re-chosen from the overflow's span and count (about
 //!    `TARGET_PER_BUCKET` events per bucket) and the overflow is spread over a fresh ring.
 //!
+//! Sizing buckets from the events waiting can misjudge: a lone timer an hour ahead makes the
+//! first ring's buckets an hour wide, and every event scheduled after that lands in `late`.
+//! When `late` outgrows `LATE_LIMIT`, the width that the pace of recent pops calls for is
+//! used instead and the pending events are re-spread (`rewindow_if_too_wide`).
+//!
 //! An event is moved a small constant number of times and is sorted once in a bucket of a few
 //! dozen, so the cost per event stays flat when a million timers are pending, where a binary
 //! heap misses the cache on every level. Pops are in exact `(time, seq)` order, identical to
 //! [`super::HeapQueue`] (checked by the tests below and by `tests/queue_equivalence.rs`).
-//! Because the next events sit sorted at the back of the window, [`CalendarQueue::peek`] can
+//! Because the next events sit sorted at the back of the window, `peek` can
 //! show the model what comes next, so it can prefetch the memory that event will touch.
 
 use super::Nanos;
@@ -30,6 +35,11 @@ const RING: u64 = 1 << RING_BITS;
 /// Aimed-for events per bucket when the width is chosen: sorting a few dozen is cheap, and
 /// fewer, fuller buckets keep the ring scan short.
 const TARGET_PER_BUCKET: u64 = 16;
+/// Pops since the last rebuild needed before their pace is trusted to size the buckets.
+const MIN_POPS_FOR_PACE: u64 = 256;
+/// Events in the current window's heap beyond which the buckets are reconsidered: a heap of
+/// this size is still cheap, a bigger one means the buckets are far too wide.
+const LATE_LIMIT: usize = 1024;
 
 struct Entry<E> {
     time: Nanos,
@@ -83,6 +93,11 @@ pub struct CalendarQueue<E> {
     overflow_start: Nanos,
     overflow: Vec<Entry<E>>,
     len: usize,
+    /// Time of the last pop, and (time, pops) since the last rebuild: the queue's pace.
+    last_popped: Nanos,
+    popped_since: (Nanos, u64),
+    /// `late` may grow to this before the bucket width is reconsidered.
+    late_limit: usize,
 }
 
 impl<E> Default for CalendarQueue<E> {
@@ -97,6 +112,9 @@ impl<E> Default for CalendarQueue<E> {
             overflow_start: 0,
             overflow: Vec::new(),
             len: 0,
+            last_popped: 0,
+            popped_since: (0, 0),
+            late_limit: LATE_LIMIT,
         }
     }
 }
@@ -144,7 +162,7 @@ impl<E> CalendarQueue<E> {
             if self.overflow.is_empty() {
                 return;
             }
-            self.rebuild();
+            self.rebuild(None);
         }
     }
 
@@ -168,26 +186,76 @@ impl<E> CalendarQueue<E> {
         None
     }
 
+    /// The bucket width for a ring over the overflow's events, from `lo` to `hi`: their span
+    /// cut into buckets of `TARGET_PER_BUCKET` events (at most `RING` buckets).
+    ///
+    /// That counts only the events waiting now, not those that will be scheduled into a
+    /// bucket later. On open workloads a few far-off timers can make the buckets seconds wide,
+    /// and every short-delay event then lands in the current window's heap; when that heap
+    /// outgrows `late_limit`, [`Self::rewindow_if_too_wide`] rebuilds with `pace` = the width
+    /// that the pace of recent pops calls for (target x mean gap between pops). With many
+    /// events waiting the ring still spans all of them, so rebuilds (which scan the overflow)
+    /// stay rare.
+    fn bucket_width(&self, lo: Nanos, hi: Nanos, pace: Option<Nanos>) -> Nanos {
+        let span = hi - lo;
+        let waiting = self.overflow.len() as u64;
+        let by_count = span / (waiting / TARGET_PER_BUCKET).clamp(1, RING);
+        match pace {
+            Some(pace) if waiting > RING * TARGET_PER_BUCKET => pace.max(span / RING),
+            Some(pace) => pace,
+            None => by_count,
+        }
+    }
+
+    /// Target x the mean gap between the pops since the last rebuild, once there are enough
+    /// of them over a positive time.
+    fn pace_width(&self) -> Option<Nanos> {
+        let (since, pops) = self.popped_since;
+        let elapsed = self.last_popped - since;
+        (pops >= MIN_POPS_FOR_PACE && elapsed > 0)
+            .then(|| (elapsed as u128 * TARGET_PER_BUCKET as u128 / pops as u128).max(1) as Nanos)
+    }
+
+    /// log2 of `width` rounded up to a power of two.
+    fn shift_for(width: Nanos) -> u32 {
+        if width <= 1 { 0 } else { 64 - (width - 1).leading_zeros() }
+    }
+
+    /// Called when the current window's heap has grown past `late_limit`: the buckets are too
+    /// wide for the pace of events (they were sized before the queue knew it). If the pace
+    /// calls for narrower buckets, every pending event goes back to the overflow and the ring
+    /// is rebuilt; otherwise the limit doubles, so the check stays rare.
+    fn rewindow_if_too_wide(&mut self) {
+        match self.pace_width() {
+            Some(pace) if Self::shift_for(pace) < self.shift => {
+                self.overflow.append(&mut self.window);
+                self.overflow.extend(self.late.drain().map(|l| l.0));
+                for i in 0..RING as usize {
+                    self.overflow.append(&mut self.ring[i]);
+                }
+                self.occupied.fill(0);
+                self.rebuild(Some(pace));
+                self.late_limit = LATE_LIMIT;
+            }
+            _ => self.late_limit = self.late_limit.saturating_mul(2),
+        }
+    }
+
     /// Spreads the overflow over a fresh ring whose bucket width fits its span and count.
-    fn rebuild(&mut self) {
+    fn rebuild(&mut self, pace: Option<Nanos>) {
         let (mut lo, mut hi) = (Nanos::MAX, 0);
         for e in &self.overflow {
             lo = lo.min(e.time);
             hi = hi.max(e.time);
         }
-        let n = self.overflow.len() as u64;
-        let buckets = (n / TARGET_PER_BUCKET).clamp(1, RING);
-        let width = ((hi - lo) / buckets).max(1);
-        // Round the width up to a power of two, so a bucket number is a shift.
-        self.shift = 64 - (width - 1).leading_zeros();
-        if width == 1 {
-            self.shift = 0;
-        }
+        // A power of two, so that a bucket number is a shift.
+        self.shift = Self::shift_for(self.bucket_width(lo, hi, pace));
         self.window_end = (lo >> self.shift) << self.shift;
         self.overflow_start = ((lo >> self.shift) + RING).saturating_mul(1 << self.shift);
         if (lo >> self.shift) + RING > (Nanos::MAX >> self.shift) {
             self.overflow_start = Nanos::MAX;
         }
+        self.popped_since = (self.last_popped, 0);
         // The old overflow's buffer is freed once spread: keeping it would hold the memory of
         // every pending event twice (once in the ring, once as spare capacity).
         let overflow = std::mem::take(&mut self.overflow);
@@ -220,6 +288,9 @@ impl<E> EventQueue<E> for CalendarQueue<E> {
         let e = Entry { time, seq, event };
         if time < self.window_end {
             self.late.push(Late(e));
+            if self.late.len() > self.late_limit {
+                self.rewindow_if_too_wide();
+            }
         } else if time < self.overflow_start || self.overflow_start == Nanos::MAX {
             self.place_in_ring(e);
         } else {
@@ -237,6 +308,8 @@ impl<E> EventQueue<E> for CalendarQueue<E> {
             return None;
         }
         self.len -= 1;
+        self.last_popped = t;
+        self.popped_since.1 += 1;
         let from_window = match (self.window.last(), self.late.peek()) {
             (Some(w), Some(l)) => w.key() < l.0.key(),
             (Some(_), None) => true,
@@ -259,6 +332,35 @@ mod tests {
     #[test]
     fn meets_the_event_queue_contract() {
         super::super::conformance::check::<CalendarQueue<u64>>();
+    }
+
+    #[test]
+    fn a_far_timer_does_not_leave_the_window_too_wide() {
+        use super::super::HeapQueue;
+        // One timer an hour ahead and one event now: the first ring is sized from these two,
+        // so its buckets are an hour wide. Then a dense stream of short delays, as an open
+        // workload makes, with ten thousand pending.
+        let mut q = CalendarQueue::default();
+        let mut heap = HeapQueue::default();
+        for (t, s) in [(3_600_000_000_000u64, 0u64), (0, 1)] {
+            q.push(t, s, s);
+            heap.push(t, s, s);
+        }
+        let (mut seq, mut max_late) = (2u64, 0usize);
+        for step in 0..200_000u64 {
+            let expected = heap.pop_if_at_most(u64::MAX);
+            let (now, _) = expected.expect("never empty");
+            assert_eq!(q.pop_if_at_most(u64::MAX), expected);
+            let pushes = if step < 10_000 { 2 } else { 1 };
+            for _ in 0..pushes {
+                let t = now + 1_000 + (seq * 7919) % 100_000;
+                q.push(t, seq, seq);
+                heap.push(t, seq, seq);
+                seq += 1;
+            }
+            max_late = max_late.max(q.late.len());
+        }
+        assert!(max_late <= 2 * LATE_LIMIT, "the window's heap grew to {max_late}");
     }
 
     #[test]
