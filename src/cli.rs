@@ -42,7 +42,7 @@ pub struct OverrideArgs {
 pub struct RunArgs {
     /// The experiment file (TOML).
     pub file: PathBuf,
-    /// Output folder [default: results/<experiment name>/].
+    /// Output folder [default: results/NAME/, where NAME is the experiment's name].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     #[command(flatten)]

@@ -5,7 +5,7 @@
 //! (`kind = ...`) and untagged enums, so the loader decodes the TOML tree key by key to name
 //! every bad key in full. A test in `load` checks that both read the same files alike, and the
 //! `pub(crate)` default functions below are shared by both. Cross-field rules (`cap >= base`,
-//! ...) live in [`super::validate`].
+//! ...) live in `super::validate`.
 
 use super::duration::Duration;
 use serde::Deserialize;
