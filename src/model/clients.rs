@@ -73,14 +73,15 @@ impl Clients {
     /// attempt with [`Clients::send`].
     #[inline]
     pub fn start(&mut self, client: u32, now: Nanos) -> u32 {
-        // Each operation draws its jitter from its own stream, labelled by its client and its
-        // index: the client's n-th operation in a closed workload, the n-th arrival in an open
-        // one. The same operation gets the same draws under every strategy, whatever the
-        // interleaving, and the state lives in the operation (one cache line per event).
+        // Each operation draws its jitter from its own stream, labelled by its client and an
+        // index unique within that client: in a closed workload the number of operations the
+        // client has left after this one, in an open one the arrival number. The same
+        // operation gets the same draws under every strategy, whatever the interleaving, and
+        // the state lives in the operation (one cache line per event).
         let index = match self.remaining.get_mut(client as usize) {
-            Some(r) => {
-                *r -= 1;
-                *r as u64
+            Some(left) => {
+                *left -= 1;
+                *left as u64
             }
             None => self.started,
         };
