@@ -29,14 +29,8 @@ const MAX_NS: f64 = 100.0 * 365.0 * 86_400e9;
 impl Duration {
     pub const ZERO: Duration = Duration(0);
 
-    pub fn from_secs_f64(s: f64) -> Duration {
-        Duration((s * 1e9).round() as u64)
-    }
     pub fn as_ns(self) -> u64 {
         self.0
-    }
-    pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 * 1e-9
     }
 
     /// Parses `"<number><unit>"`; the unit is one of ns, us, µs, ms, s, m, h, d. A bare `"0"`

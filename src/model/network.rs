@@ -28,10 +28,6 @@ impl Network {
         self.latency.is_zero()
     }
 
-    pub fn latency(&self) -> &Dist {
-        &self.latency
-    }
-
     /// The delay of one client-to-server hop, or `None` if the request is lost. A loss draw is
     /// made only when a loss probability is set.
     #[inline]

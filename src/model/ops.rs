@@ -32,18 +32,16 @@ pub struct Op {
 pub struct OpTable {
     slots: Vec<Op>,
     free: Vec<u32>,
-    live: usize,
 }
 
 impl OpTable {
     pub fn with_capacity(n: usize) -> OpTable {
-        OpTable { slots: Vec::with_capacity(n), free: Vec::new(), live: 0 }
+        OpTable { slots: Vec::with_capacity(n), free: Vec::new() }
     }
 
     /// Stores a new operation and returns its slot.
     #[inline]
     pub fn insert(&mut self, op: Op) -> u32 {
-        self.live += 1;
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = op;
@@ -86,7 +84,6 @@ impl OpTable {
         op.refs -= 1;
         if op.ended && op.refs == 0 {
             self.free.push(slot);
-            self.live -= 1;
         }
     }
 
@@ -98,7 +95,6 @@ impl OpTable {
         op.waiting_for = 0;
         if op.refs == 0 {
             self.free.push(slot);
-            self.live -= 1;
         }
     }
 
@@ -106,11 +102,6 @@ impl OpTable {
     pub fn pending(&self) -> u64 {
         // Freed slots always hold an ended operation, so they are not counted.
         self.slots.iter().filter(|op| !op.ended).count() as u64
-    }
-
-    /// Slots in use (ended operations still referenced included).
-    pub fn live(&self) -> usize {
-        self.live
     }
 }
 
@@ -143,7 +134,6 @@ mod tests {
         t.release(a);
         let c = t.insert(op());
         assert_eq!(a, c, "a freed slot is reused");
-        assert_eq!(t.live(), 2);
         assert_eq!(t.pending(), 2);
         t.end(b);
         assert_eq!(t.pending(), 1);
