@@ -199,11 +199,10 @@ impl<E> CalendarQueue<E> {
     fn bucket_width(&self, lo: Nanos, hi: Nanos, pace: Option<Nanos>) -> Nanos {
         let span = hi - lo;
         let waiting = self.overflow.len() as u64;
-        let by_count = span / (waiting / TARGET_PER_BUCKET).clamp(1, RING);
         match pace {
             Some(pace) if waiting > RING * TARGET_PER_BUCKET => pace.max(span / RING),
             Some(pace) => pace,
-            None => by_count,
+            None => span / (waiting / TARGET_PER_BUCKET).clamp(1, RING),
         }
     }
 

@@ -97,15 +97,12 @@ impl Model for OccModel {
     fn handle<Q: EventQueue<Ev>>(&mut self, ev: Ev, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
         match ev {
-            Ev::FirstStart { client } => {
-                if let Some((next, at)) = self.starts.next(&mut self.arrivals) {
+            Ev::FirstStart { client } | Ev::ClientStart { client } => {
+                if matches!(ev, Ev::FirstStart { .. })
+                    && let Some((next, at)) = self.starts.next(&mut self.arrivals)
+                {
                     s.schedule_at(at, Ev::FirstStart { client: next });
                 }
-                let op = self.clients.start(client, now);
-                let d = self.hop();
-                s.schedule_in(d, Ev::ReadArrive { op });
-            }
-            Ev::ClientStart { client } => {
                 let op = self.clients.start(client, now);
                 let d = self.hop();
                 s.schedule_in(d, Ev::ReadArrive { op });

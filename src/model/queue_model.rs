@@ -84,7 +84,8 @@ struct QueueModel {
     instant_net: bool,
     arrivals_rng: Xoshiro256PlusPlus,
     open: Option<(OpenArrivals, u32)>,
-    first_starts: Option<StartTimes>,
+    /// Closed workloads: the clients' first start times (none for open workloads).
+    first_starts: StartTimes,
 }
 
 /// Runs one replication of a queue-server experiment.
@@ -129,7 +130,7 @@ pub fn run<Q: EventQueue<Ev>>(
         net,
         arrivals_rng: stream(run_seed, Stream::Arrivals),
         open: None,
-        first_starts: None,
+        first_starts: StartTimes::new(0, 0),
     };
     match workload {
         Workload::Closed { clients, ramp_ns, .. } => {
@@ -137,7 +138,7 @@ pub fn run<Q: EventQueue<Ev>>(
             if let Some((client, at)) = starts.next(&mut model.arrivals_rng) {
                 sched.schedule_at(at, Ev::FirstStart { client });
             }
-            model.first_starts = Some(starts);
+            model.first_starts = starts;
         }
         Workload::Open { arrivals, clients } => {
             if let Some(t) = arrivals.next_after(0, &mut model.arrivals_rng) {
@@ -177,15 +178,12 @@ impl Model for QueueModel {
                 let op = self.clients.start(client, now);
                 self.send(op, s);
             }
-            Ev::FirstStart { client } => {
-                let starts = self.first_starts.as_mut().expect("start times exist in a closed workload");
-                if let Some((next, at)) = starts.next(&mut self.arrivals_rng) {
+            Ev::FirstStart { client } | Ev::ClientStart { client } => {
+                if matches!(ev, Ev::FirstStart { .. })
+                    && let Some((next, at)) = self.first_starts.next(&mut self.arrivals_rng)
+                {
                     s.schedule_at(at, Ev::FirstStart { client: next });
                 }
-                let op = self.clients.start(client, now);
-                self.send(op, s);
-            }
-            Ev::ClientStart { client } => {
                 let op = self.clients.start(client, now);
                 self.send(op, s);
             }
