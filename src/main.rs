@@ -19,6 +19,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
     match cmd {
         Command::Check(a) => {
             let exp = load(&a.file, &a.overrides)?;
+            warn(&a.file, &exp);
             let cells = sweep::cell_count(&exp);
             println!(
                 "{}: ok ({} point(s) x {} strateg{} x {} run(s) = {cells} runs)",
@@ -32,6 +33,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         }
         Command::Run(a) => {
             let exp = load(&a.file, &a.overrides)?;
+            warn(&a.file, &exp);
             let out = a.out.unwrap_or_else(|| PathBuf::from("results").join(&exp.name));
             let threads = a
                 .threads
@@ -46,6 +48,13 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
             }
             Ok(())
         }
+    }
+}
+
+/// Prints the setup's warnings (valid, but testing less than it seems) on stderr.
+fn warn(file: &std::path::Path, exp: &Experiment) {
+    for w in experiment::warnings(exp) {
+        eprintln!("warning: {}: {w}", file.display());
     }
 }
 

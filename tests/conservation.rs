@@ -678,11 +678,13 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     prop_assert!(m.events >= m.ops);
 
     // Recovery.
-    prop_assert_eq!(m.metastable, m.recovery_time_s.is_none());
+    // Recovered (a time) exactly when measurable and not metastable.
+    prop_assert_eq!(m.metastable == Some(false), m.recovery_time_s.is_some());
     if c.has_faults() {
         prop_assert!(m.recovery_time_s.is_none_or(|r| r >= 0.0));
     } else {
         prop_assert_eq!(m.recovery_time_s, Some(0.0), "no faults: recovery 0");
+        prop_assert_eq!(m.metastable, Some(false), "no faults: not metastable");
     }
 
     // Workload: a closed workload has clients x ops_per_client operations. When nothing is

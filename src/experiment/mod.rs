@@ -13,11 +13,13 @@ mod error;
 mod load;
 pub mod spec;
 mod validate;
+mod warnings;
 
 pub use duration::Duration;
 pub use error::ConfigError;
 pub use load::{load, load_str, parse_set_arg};
 pub use spec::*;
+pub use warnings::{Warning, warnings};
 
 /// Command-line changes applied on top of the file, in this order: `--set`, then `--runs` and
 /// `--seed`.

@@ -2,6 +2,7 @@
 //! aggregation across runs ([`summary`]). Names and meanings are DESIGN §5's contract.
 
 mod recorder;
+pub mod recovery;
 pub mod summary;
 
 pub use crate::policy::FailReason;

@@ -1,6 +1,7 @@
 //! What one run measures. The recorder is fed by the model as events happen and keeps only
 //! bounded state: counters, a latency histogram and per-second buckets.
 
+use super::recovery::{self, FaultSpan, StartBucket};
 use crate::engine::{NS_PER_S, Nanos};
 use crate::policy::FailReason;
 use hdrhistogram::Histogram;
@@ -18,13 +19,15 @@ pub struct RunMetrics {
     pub completion_time_s: f64,
     pub latency_p50_s: f64,
     pub latency_p99_s: f64,
+    /// The exact maximum (not a histogram bucket edge).
     pub latency_max_s: f64,
     pub duplicates: u64,
     pub wasted_work_s: f64,
     pub peak_offered_rps: u64,
-    /// `None` when the run never recovered before the horizon.
+    /// `None` when the run never recovered, or recovery could not be measured.
     pub recovery_time_s: Option<f64>,
-    pub metastable: bool,
+    /// `None` when recovery could not be measured (too little load around the faults).
+    pub metastable: Option<bool>,
     pub events: u64,
 }
 
@@ -39,12 +42,7 @@ impl RunMetrics {
 
 /// Milliseconds in the sliding window of `peak_offered_rps`.
 const WINDOW_MS: usize = 1000;
-/// The bucket width of the recovery analysis.
-const BUCKET_NS: Nanos = 1_000_000_000;
-/// DESIGN §5: recovered once the success rate of operations started in each 1 s bucket is
-/// >= 95 % for 5 consecutive buckets.
-const RECOVERED_RATE: f64 = 0.95;
-const RECOVERED_BUCKETS: usize = 5;
+use recovery::BUCKET_NS;
 
 /// Accumulates one run's measurements.
 pub struct RunRecorder {
@@ -55,6 +53,7 @@ pub struct RunRecorder {
     server_calls: u64,
     last_end_ns: Nanos,
     latency_ns: Histogram<u64>,
+    latency_max_ns: Nanos,
     duplicates: u64,
     wasted_ns: u128,
     /// Calls per millisecond over the last second, a ring indexed by `ms % 1000`: a sliding
@@ -65,10 +64,9 @@ pub struct RunRecorder {
     last_ms: u64,
     window_calls: u64,
     peak_calls_per_s: u64,
-    /// Operations started, and started-then-succeeded, per start second (recovery analysis);
-    /// kept only when the run has faults.
-    started_per_s: Vec<u32>,
-    succeeded_per_s: Vec<u32>,
+    /// What became of the operations started in each second (the recovery analysis); kept
+    /// only when the run has faults.
+    by_start_s: Vec<StartBucket>,
     track_recovery: bool,
 }
 
@@ -85,14 +83,14 @@ impl RunRecorder {
             last_end_ns: 0,
             // 3 significant digits: quantiles within 0.1 %; auto-resizing covers ns to years.
             latency_ns: Histogram::new(3).expect("3 significant figures is a valid precision"),
+            latency_max_ns: 0,
             duplicates: 0,
             wasted_ns: 0,
             calls_per_ms: Box::new([0; WINDOW_MS]),
             last_ms: 0,
             window_calls: 0,
             peak_calls_per_s: 0,
-            started_per_s: Vec::new(),
-            succeeded_per_s: Vec::new(),
+            by_start_s: Vec::new(),
             track_recovery,
         }
     }
@@ -102,19 +100,21 @@ impl RunRecorder {
         (t / BUCKET_NS) as usize
     }
 
+    /// The start bucket of an operation that started at `started`.
     #[inline]
-    fn bump<T: Copy + Default + std::ops::AddAssign + From<u8>>(v: &mut Vec<T>, i: usize) {
-        if i >= v.len() {
-            v.resize(i + 1, T::default());
+    fn start_bucket(&mut self, started: Nanos) -> &mut StartBucket {
+        let i = Self::bucket(started);
+        if i >= self.by_start_s.len() {
+            self.by_start_s.resize(i + 1, StartBucket::default());
         }
-        v[i] += T::from(1u8);
+        &mut self.by_start_s[i]
     }
 
     #[inline]
     pub fn op_started(&mut self, now: Nanos) {
         self.ops += 1;
         if self.track_recovery {
-            Self::bump(&mut self.started_per_s, Self::bucket(now));
+            self.start_bucket(now).started += 1;
         }
     }
 
@@ -155,53 +155,60 @@ impl RunRecorder {
         self.wasted_ns += ns as u128;
     }
 
+    /// An operation that started at `started` and sent `attempts` attempts succeeded at `now`.
     #[inline]
-    pub fn op_succeeded(&mut self, started: Nanos, now: Nanos) {
+    pub fn op_succeeded(&mut self, started: Nanos, attempts: u32, now: Nanos) {
         self.succeeded += 1;
-        self.ended(started, now);
-        if self.track_recovery {
-            Self::bump(&mut self.succeeded_per_s, Self::bucket(started));
-        }
+        self.ended(started, attempts, now, true);
     }
 
+    /// An operation that started at `started` and sent `attempts` attempts failed at `now`.
     #[inline]
-    pub fn op_failed(&mut self, reason: FailReason, started: Nanos, now: Nanos) {
+    pub fn op_failed(&mut self, reason: FailReason, started: Nanos, attempts: u32, now: Nanos) {
         self.failed_by[reason as usize] += 1;
-        self.ended(started, now);
+        self.ended(started, attempts, now, false);
     }
 
     #[inline]
-    fn ended(&mut self, started: Nanos, now: Nanos) {
+    fn ended(&mut self, started: Nanos, attempts: u32, now: Nanos, success: bool) {
         self.last_end_ns = self.last_end_ns.max(now);
+        let latency = now - started;
         // Cannot fail: the histogram auto-resizes and values are non-negative.
-        let _ = self.latency_ns.record(now - started);
-    }
-
-    /// Operations still pending at the horizon end there, as `unfinished` (not in latency).
-    pub fn unfinished(&mut self, count: u64, horizon: Nanos) {
-        if count > 0 {
-            self.failed_by[FailReason::Unfinished as usize] += count;
-            self.last_end_ns = self.last_end_ns.max(horizon);
+        let _ = self.latency_ns.record(latency);
+        self.latency_max_ns = self.latency_max_ns.max(latency);
+        if self.track_recovery {
+            let b = self.start_bucket(started);
+            b.succeeded += success as u64;
+            b.calls += attempts as u64;
+            b.latency_ns += latency as u128;
         }
     }
 
-    /// Closes the run. `faults_end` is when the last fault ends (None without faults);
-    /// `horizon` bounds the recovery analysis.
-    pub fn finish(self, events: u64, faults_end: Option<Nanos>, horizon: Nanos) -> RunMetrics {
+    /// An operation still pending at the horizon ends there, as `unfinished`. It is not in the
+    /// latency percentiles; the recovery analysis counts its latency up to the horizon.
+    pub fn unfinished(&mut self, started: Nanos, attempts: u32, horizon: Nanos) {
+        self.failed_by[FailReason::Unfinished as usize] += 1;
+        self.last_end_ns = self.last_end_ns.max(horizon);
+        if self.track_recovery {
+            let b = self.start_bucket(started);
+            b.calls += attempts as u64;
+            b.latency_ns += horizon.saturating_sub(started) as u128;
+        }
+    }
+
+    /// Closes the run. `faults` spans the faults that start before the horizon (None without
+    /// any); `horizon` bounds the recovery analysis.
+    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Nanos) -> RunMetrics {
+        // A percentile is the top of its histogram bucket (within 0.1 %), which can lie above
+        // the exact maximum: no quantile exceeds the maximum, so it is clamped there.
         let q = |p: f64| {
             if self.latency_ns.is_empty() {
                 0.0
             } else {
-                self.latency_ns.value_at_quantile(p) as f64 / NS_PER_S
+                self.latency_ns.value_at_quantile(p).min(self.latency_max_ns) as f64 / NS_PER_S
             }
         };
-        let (recovery_time_s, metastable) = match faults_end {
-            None => (Some(0.0), false),
-            Some(end) => match self.recovery_ns(end, horizon) {
-                Some(r) => (Some(r as f64 / NS_PER_S), false),
-                None => (None, true),
-            },
-        };
+        let recovery = recovery::analyse(&self.by_start_s, faults, horizon);
         let failed = self.failed_by.iter().sum();
         RunMetrics {
             ops: self.ops,
@@ -213,58 +220,14 @@ impl RunRecorder {
             completion_time_s: self.last_end_ns as f64 / NS_PER_S,
             latency_p50_s: q(0.5),
             latency_p99_s: q(0.99),
-            latency_max_s: if self.latency_ns.is_empty() {
-                0.0
-            } else {
-                self.latency_ns.max() as f64 / NS_PER_S
-            },
+            latency_max_s: self.latency_max_ns as f64 / NS_PER_S,
             duplicates: self.duplicates,
             wasted_work_s: self.wasted_ns as f64 / NS_PER_S,
             peak_offered_rps: self.peak_calls_per_s,
-            recovery_time_s,
-            metastable,
+            recovery_time_s: recovery.time_s(),
+            metastable: recovery.metastable(),
             events,
         }
-    }
-
-    /// Looks, from the bucket containing `faults_end` on, among whole buckets before the
-    /// horizon, for the first bucket from which the success rate of the operations started in
-    /// each bucket is >= 95 % and stays there: for `RECOVERED_BUCKETS` consecutive buckets, or
-    /// until the load ends, if it visibly ends (whole buckets with no start follow) before
-    /// that many remain. Buckets where no operation started say nothing about health and are
-    /// skipped (they neither extend nor break a streak). With no operation started after the
-    /// fault at all, nothing was harmed: recovered at once. The recovery time is the streak's
-    /// first bucket start minus `faults_end`, at least 0.
-    fn recovery_ns(&self, faults_end: Nanos, horizon: Nanos) -> Option<Nanos> {
-        let horizon_buckets = (horizon / BUCKET_NS) as usize;
-        let from = Self::bucket(faults_end);
-        let healthy = |b: usize| {
-            let ok = self.succeeded_per_s.get(b).copied().unwrap_or(0);
-            ok as f64 >= RECOVERED_RATE * self.started_per_s[b] as f64
-        };
-        let mut streak = 0;
-        let mut first = from;
-        for b in from..horizon_buckets.min(self.started_per_s.len()) {
-            if self.started_per_s[b] == 0 {
-                continue;
-            }
-            if healthy(b) {
-                if streak == 0 {
-                    first = b;
-                }
-                streak += 1;
-                if streak == RECOVERED_BUCKETS {
-                    return Some((first as Nanos * BUCKET_NS).saturating_sub(faults_end));
-                }
-            } else {
-                streak = 0;
-                first = usize::MAX;
-            }
-        }
-        // Fewer than RECOVERED_BUCKETS healthy buckets remain: they count only if the load
-        // ended before the horizon (else the horizon cut the evidence short).
-        let load_ended = self.started_per_s.len() < horizon_buckets;
-        (first != usize::MAX && load_ended).then(|| (first as Nanos * BUCKET_NS).saturating_sub(faults_end))
     }
 }
 
@@ -282,10 +245,10 @@ mod tests {
             r.call_sent(i);
         }
         r.call_sent(S + 1);
-        r.op_succeeded(0, 2 * S);
-        r.op_succeeded(1, S);
-        r.op_failed(FailReason::Exhausted, 2, 3 * S);
-        r.unfinished(1, 10 * S);
+        r.op_succeeded(0, 2, 2 * S);
+        r.op_succeeded(1, 1, S);
+        r.op_failed(FailReason::Exhausted, 2, 1, 3 * S);
+        r.unfinished(3, 1, 10 * S);
         r.side_effect(1);
         r.side_effect(2);
         r.side_effect(3);
@@ -301,10 +264,22 @@ mod tests {
         assert_eq!(m.duplicates, 2);
         assert_eq!(m.completion_time_s, 10.0);
         assert_eq!(m.recovery_time_s, Some(0.0));
-        assert!(!m.metastable);
-        // Latency of the three ended operations: ~1 s, ~2 s, ~3 s (hdr: within 0.1 %).
-        assert!((m.latency_max_s - 3.0).abs() < 0.003);
+        assert_eq!(m.metastable, Some(false));
+        // Latency of the three ended operations: 2 s, 1 s - 1 ns, 3 s - 2 ns. The maximum is
+        // exact; the median is within the histogram's 0.1 %.
+        assert_eq!(m.latency_max_s, (3 * S - 2) as f64 / 1e9);
         assert!((m.latency_p50_s - 2.0).abs() < 0.002);
+    }
+
+    #[test]
+    fn the_maximum_latency_is_exact() {
+        let mut r = RunRecorder::new(false);
+        r.op_started(0);
+        r.op_succeeded(0, 1, 11 * S);
+        let m = r.finish(0, None, 20 * S);
+        assert_eq!(m.latency_max_s, 11.0);
+        // The histogram's bucket top is 11.0059 s; no percentile is above the maximum.
+        assert_eq!((m.latency_p50_s, m.latency_p99_s), (11.0, 11.0));
     }
 
     #[test]
@@ -334,74 +309,41 @@ mod tests {
         assert_eq!(r.finish(0, None, 7200 * S).peak_offered_rps, 51);
     }
 
+    /// The recorder feeds the recovery analysis what happened to each second's operations:
+    /// calls and latency by start second, pending operations up to the horizon.
     #[test]
-    fn recovery_waits_for_five_healthy_buckets() {
-        let mut r = RunRecorder::new(true);
-        // Seconds 0..30: 10 ops per second; seconds 10..17 fail, the rest succeed.
-        for s in 0..30u64 {
-            for i in 0..10 {
-                let t = s * S + i;
-                r.op_started(t);
-                if (10..17).contains(&s) {
-                    r.op_failed(FailReason::Exhausted, t, t + 1);
-                } else {
-                    r.op_succeeded(t, t + 1);
+    fn buckets_by_start_second_feed_the_recovery_analysis() {
+        let run = |sick_from: u64, sick_to: u64| {
+            let mut r = RunRecorder::new(true);
+            for s in 0..40u64 {
+                for i in 0..10 {
+                    let t = s * S + i * (S / 10);
+                    r.op_started(t);
+                    if (sick_from..sick_to).contains(&s) {
+                        // Three attempts and 2 s each while sick.
+                        r.op_succeeded(t, 3, t + 2 * S);
+                    } else {
+                        r.op_succeeded(t, 1, t + S / 10);
+                    }
                 }
             }
-        }
-        // The fault ended at 15.5 s: buckets 15 and 16 still fail, 17..21 are healthy.
-        let m = r.finish(0, Some(15 * S + S / 2), 30 * S);
-        assert!(!m.metastable);
-        assert!((m.recovery_time_s.unwrap() - 1.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn never_recovering_is_metastable() {
-        let mut r = RunRecorder::new(true);
-        for s in 0..20u64 {
-            r.op_started(s * S);
-            if s % 3 == 0 {
-                r.op_failed(FailReason::Exhausted, s * S, s * S);
-            } else {
-                r.op_succeeded(s * S, s * S);
-            }
-        }
-        let m = r.finish(0, Some(5 * S), 20 * S);
-        assert!(m.metastable);
-        assert_eq!(m.recovery_time_s, None);
-    }
-
-    #[test]
-    fn empty_buckets_neither_count_nor_break() {
-        let run = |healthy: &[u64], failing_after: Option<u64>| {
-            let mut r = RunRecorder::new(true);
-            r.op_started(0);
-            r.op_failed(FailReason::Exhausted, 0, 1);
-            for &s in healthy {
-                r.op_started(s * S);
-                r.op_succeeded(s * S, s * S + 1);
-            }
-            if let Some(s) = failing_after {
-                r.op_started(s * S);
-                r.op_failed(FailReason::Exhausted, s * S, s * S + 1);
-            }
-            r.finish(0, Some(S / 2), 30 * S)
+            r.finish(0, Some(FaultSpan { first_start: 10 * S, last_end: 15 * S }), 60 * S)
         };
-        // Bucket 0 fails; healthy operations start only in even seconds from 2 on.
-        assert_eq!(run(&[2, 4, 6, 8, 10], None).recovery_time_s, Some(1.5), "the streak starts at bucket 2");
-        // Four healthy buckets and then the load stops: healthy until the end, recovered.
-        assert_eq!(run(&[2, 4, 6, 8], None).recovery_time_s, Some(1.5));
-        // Four healthy buckets, then a failing one as the load ends: not recovered.
-        assert!(run(&[2, 4, 6, 8], Some(9)).metastable);
-    }
-
-    #[test]
-    fn no_load_after_the_fault_is_recovered_at_once() {
+        let m = run(10, 20);
+        assert_eq!((m.recovery_time_s, m.metastable), (Some(5.0), Some(false)));
+        let m = run(10, 40);
+        assert_eq!((m.recovery_time_s, m.metastable), (None, Some(true)));
+        // Operations still pending at the horizon make their bucket unhealthy.
         let mut r = RunRecorder::new(true);
-        r.op_started(0);
-        r.op_succeeded(0, 1);
-        let m = r.finish(0, Some(25 * S), 30 * S);
-        assert_eq!(m.recovery_time_s, Some(0.0));
-        assert!(!m.metastable);
+        for s in 0..40u64 {
+            r.op_started(s * S);
+            if !(10..16).contains(&s) {
+                r.op_succeeded(s * S, 1, s * S + 1);
+            } else {
+                r.unfinished(s * S, 1, 60 * S);
+            }
+        }
+        let m = r.finish(0, Some(FaultSpan { first_start: 10 * S, last_end: 12 * S }), 60 * S);
+        assert_eq!((m.recovery_time_s, m.metastable), (Some(4.0), Some(false)));
     }
 }

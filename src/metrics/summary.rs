@@ -70,7 +70,7 @@ pub const METRICS: &[Metric] = &[
     real!("wasted_work_s", wasted_work_s),
     count!("peak_offered_rps", peak_offered_rps),
     Metric { name: "recovery_time_s", read: |m| m.recovery_time_s.map_or(Value::Missing, Value::Real) },
-    Metric { name: "metastable", read: |m| Value::Count(m.metastable as u64) },
+    Metric { name: "metastable", read: |m| m.metastable.map_or(Value::Missing, |b| Value::Count(b as u64)) },
     count!("events", events),
 ];
 
@@ -84,7 +84,8 @@ pub struct Stat {
 }
 
 /// Mean and sd over the runs that have a value: for `recovery_time_s` that is the runs that
-/// recovered (DESIGN §5); `metastable`'s mean is the fraction of runs that never did.
+/// recovered (DESIGN §5); `metastable`'s mean is the fraction of the measurable runs that
+/// never did.
 pub fn stat(values: impl Iterator<Item = Value>) -> Stat {
     let xs: Vec<f64> = values.filter_map(Value::as_f64).collect();
     if xs.is_empty() {

@@ -5,6 +5,7 @@ use super::ops::{Op, OpTable};
 use super::workload::Workload;
 use crate::engine::Nanos;
 use crate::engine::rng::{Stream, derive};
+use crate::metrics::recovery::FaultSpan;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::{Decision, Outcome, RetryPolicy};
 use rand::SeedableRng;
@@ -125,8 +126,8 @@ impl Clients {
     #[inline]
     pub fn succeed(&mut self, slot: u32, now: Nanos) -> Option<NextOp> {
         let op = self.ops.get(slot);
-        let (started, client) = (op.started, op.client);
-        self.rec.op_succeeded(started, now);
+        let (started, client, attempts) = (op.started, op.client, op.attempts);
+        self.rec.op_succeeded(started, attempts, now);
         self.ops.end(slot);
         self.next_op(client, now)
     }
@@ -146,8 +147,8 @@ impl Clients {
         ) {
             Decision::Retry { delay_ns } => AfterFailure::Retry(delay_ns),
             Decision::Stop(reason) => {
-                let (started, client) = (op.started, op.client);
-                self.rec.op_failed(reason, started, now);
+                let (started, client, attempts) = (op.started, op.client, op.attempts);
+                self.rec.op_failed(reason, started, attempts, now);
                 self.ops.end(slot);
                 AfterFailure::Ended(self.next_op(client, now))
             }
@@ -155,11 +156,12 @@ impl Clients {
     }
 
     /// Closes the run at the horizon: operations still pending fail as `unfinished`.
-    pub fn finish(self, events: u64, faults_end: Option<Nanos>, horizon: Nanos) -> RunMetrics {
-        let pending = self.ops.pending();
+    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Nanos) -> RunMetrics {
         let mut rec = self.rec;
-        rec.unfinished(pending, horizon);
-        rec.finish(events, faults_end, horizon)
+        for op in self.ops.pending() {
+            rec.unfinished(op.started, op.attempts, horizon);
+        }
+        rec.finish(events, faults, horizon)
     }
 
     #[inline]

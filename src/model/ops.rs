@@ -98,10 +98,11 @@ impl OpTable {
         }
     }
 
-    /// Operations that have started and not ended (for the horizon's `unfinished`).
-    pub fn pending(&self) -> u64 {
-        // Freed slots always hold an ended operation, so they are not counted.
-        self.slots.iter().filter(|op| !op.ended).count() as u64
+    /// Operations that have started and not ended (for the horizon's `unfinished`), in slot
+    /// order (deterministic).
+    pub fn pending(&self) -> impl Iterator<Item = &Op> {
+        // Freed slots always hold an ended operation, so they are not listed.
+        self.slots.iter().filter(|op| !op.ended)
     }
 }
 
@@ -134,8 +135,8 @@ mod tests {
         t.release(a);
         let c = t.insert(op());
         assert_eq!(a, c, "a freed slot is reused");
-        assert_eq!(t.pending(), 2);
+        assert_eq!(t.pending().count(), 2);
         t.end(b);
-        assert_eq!(t.pending(), 1);
+        assert_eq!(t.pending().count(), 1);
     }
 }

@@ -98,7 +98,7 @@ pub fn run<Q: EventQueue<Ev>>(
     horizon: Nanos,
 ) -> RunMetrics {
     let faults = Faults::new(&spec.faults, &spec.errors, stream(run_seed, Stream::Faults));
-    let faults_end = faults.last_end();
+    let fault_span = faults.span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
     for at in faults.capacity_restorations() {
         sched.schedule_at(at, Ev::CapacityRestored);
@@ -148,7 +148,7 @@ pub fn run<Q: EventQueue<Ev>>(
         }
     }
     engine::run(&mut model, &mut sched, horizon);
-    model.clients.finish(sched.processed(), faults_end, horizon)
+    model.clients.finish(sched.processed(), fault_span, horizon)
 }
 
 impl Model for QueueModel {

@@ -1,0 +1,134 @@
+//! Setups that are valid but test less than they seem: a fault the run never reaches, a load
+//! too short around a fault for recovery to be measured, a horizon that cuts the workload
+//! short, a timeout the deadline always beats. `check` and `run` print these on stderr and
+//! carry on (exit 0); errors are in `validate`.
+
+use super::spec::{ExperimentSpec, ServerSpec, WorkloadSpec};
+use super::{Experiment, Strategy};
+use crate::metrics::recovery::{BUCKET_NS, HEALTHY_RUN};
+
+const HEALTHY_RUN_S: u64 = HEALTHY_RUN as u64;
+
+/// Whole 1 s buckets that end by `t`.
+fn whole_seconds_before(t: u64) -> u64 {
+    t / BUCKET_NS
+}
+
+/// Whole 1 s buckets that start at or after `from` and end by `to`.
+fn whole_seconds_after(from: u64, to: u64) -> u64 {
+    (to / BUCKET_NS).saturating_sub(from.div_ceil(BUCKET_NS))
+}
+
+/// One warning: the key it is about and what it means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub key: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.message)
+    }
+}
+
+/// Every warning of every sweep point, each reported once (in point order).
+pub fn warnings(exp: &Experiment) -> Vec<Warning> {
+    let mut all: Vec<Warning> = Vec::new();
+    for point in &exp.points {
+        for w in point_warnings(&point.spec, &point.strategies) {
+            if !all.contains(&w) {
+                all.push(w);
+            }
+        }
+    }
+    all
+}
+
+fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let horizon = spec.horizon.as_ns();
+    let mut warn = |key: String, message: String| out.push(Warning { key, message });
+
+    if let WorkloadSpec::Open { duration, .. } = spec.workload
+        && duration.as_ns() > horizon
+    {
+        warn(
+            "horizon".into(),
+            format!(
+                "the horizon ({}) ends before the workload's duration ({duration}): arrivals after it never happen",
+                spec.horizon
+            ),
+        );
+    }
+
+    if let ServerSpec::Queue(q) = &spec.server {
+        let windows: Vec<(usize, u64, u64)> = q
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let (start, duration) = f.window();
+                (i, start.as_ns(), start.as_ns().saturating_add(duration.as_ns()))
+            })
+            .collect();
+        for &(i, start, _) in &windows {
+            if start >= horizon {
+                warn(
+                    format!("server.faults[{i}].start"),
+                    format!(
+                        "the fault starts at or after the horizon ({}): it never happens, and the metrics ignore it",
+                        spec.horizon
+                    ),
+                );
+            }
+        }
+        // Recovery needs HEALTHY_RUN whole seconds of load before the first fault and after
+        // the last one (metrics::recovery). Known up front for open workloads only.
+        let happening: Vec<_> = windows.iter().filter(|w| w.1 < horizon).collect();
+        if let (WorkloadSpec::Open { duration, .. }, Some(first), Some(last)) =
+            (&spec.workload, happening.iter().min_by_key(|w| w.1), happening.iter().max_by_key(|w| w.2))
+        {
+            let load_end = duration.as_ns().min(horizon);
+            if whole_seconds_before(first.1) < HEALTHY_RUN_S {
+                warn(
+                    format!("server.faults[{}].start", first.0),
+                    format!(
+                        "fewer than {HEALTHY_RUN_S} whole seconds of load before this fault: there is no baseline, so recovery_time_s and metastable cannot be measured (empty)"
+                    ),
+                );
+            }
+            if whole_seconds_after(last.2, load_end) < HEALTHY_RUN_S {
+                warn(
+                    format!("server.faults[{}].duration", last.0),
+                    format!(
+                        "fewer than {HEALTHY_RUN_S} whole seconds of load after this fault ends: recovery_time_s and metastable cannot be measured (empty); make workload.duration longer"
+                    ),
+                );
+            }
+        }
+    }
+
+    // A timeout the deadline always beats: said once at `client` when a strategy only
+    // inherits both, else at the strategy.
+    let defaults = (spec.client.timeout, spec.client.deadline);
+    let places = std::iter::once(("client".to_owned(), defaults)).chain(
+        strategies
+            .iter()
+            .map(|s| (format!("strategies.{}", s.name), (s.client.timeout, s.client.deadline)))
+            .filter(|(_, pair)| *pair != defaults),
+    );
+    for (key, pair) in places {
+        if let (Some(t), Some(d)) = pair
+            && t > d
+        {
+            warn(
+                format!("{key}.timeout"),
+                format!(
+                    "the timeout ({t}) is longer than the deadline ({d}): the deadline always ends the attempt first"
+                ),
+            );
+        }
+    }
+    out
+}
