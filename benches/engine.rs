@@ -90,7 +90,7 @@ fn backoff_draws(c: &mut Criterion) {
                 let mut st = b.initial_state();
                 let mut sum = 0u64;
                 for i in 0..DRAWS {
-                    sum = sum.wrapping_add(b.delay_ns((i % 6 + 1) as u32, &mut st, &mut rng));
+                    sum = sum.wrapping_add(b.delay((i % 6 + 1) as u32, &mut st, &mut rng).as_ns());
                 }
                 black_box(sum)
             })

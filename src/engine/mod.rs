@@ -1,9 +1,10 @@
 //! The discrete-event engine: simulated time, the event queue and seeded random streams. It
 //! knows nothing about retries, clients or servers; a model brings its own event type.
 //!
-//! Time is an integer count of nanoseconds. Events are ordered by `(time, sequence number)`:
-//! the sequence number is the order in which they were scheduled, so two events at the same
-//! instant run in scheduling order, whatever the queue implementation, thread or platform.
+//! Time is an integer count of nanoseconds, as an [`Instant`] or a [`Span`] (`time.rs`).
+//! Events are ordered by `(time, sequence number)`: the sequence number is the order in which
+//! they were scheduled, so two events at the same instant run in scheduling order, whatever
+//! the queue implementation, thread or platform.
 
 pub mod calendar;
 #[cfg(test)]
@@ -11,31 +12,22 @@ mod conformance;
 pub mod queue;
 pub mod radix;
 pub mod rng;
+pub mod time;
 
 pub use calendar::CalendarQueue;
 pub use queue::{EventQueue, HeapQueue};
 pub use radix::RadixQueue;
+pub use time::{Instant, NS_PER_S, Span};
 
-/// Simulated time or a span of it, in nanoseconds.
+/// An event queue's key: an instant as raw nanoseconds (queues are plain data structures).
 pub type Nanos = u64;
-
-/// Nanoseconds per second, for conversions at the edges (files, CSV columns).
-pub const NS_PER_S: f64 = 1e9;
-
-/// A non-negative real number of nanoseconds rounded to the nearest nanosecond (halves up),
-/// saturating at the end of time; NaN gives 0. Spelled `(x + 0.5) as u64` because
-/// `f64::round` is a library call on baseline x86-64 and this sits on every sampled delay.
-#[inline]
-pub fn to_nanos(x: f64) -> Nanos {
-    (x + 0.5) as Nanos
-}
 
 /// The clock and the pending events of one run.
 ///
 /// `Q` is the event queue; every implementation pops in the same `(time, seq)` order, so the
 /// choice changes speed, never results.
 pub struct Scheduler<E, Q: EventQueue<E> = HeapQueue<E>> {
-    now: Nanos,
+    now: Instant,
     next_seq: u64,
     processed: u64,
     queue: Q,
@@ -44,12 +36,12 @@ pub struct Scheduler<E, Q: EventQueue<E> = HeapQueue<E>> {
 
 impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
     pub fn new(queue: Q) -> Self {
-        Scheduler { now: 0, next_seq: 0, processed: 0, queue, _event: std::marker::PhantomData }
+        Scheduler { now: Instant::ZERO, next_seq: 0, processed: 0, queue, _event: std::marker::PhantomData }
     }
 
     /// The current simulated time: the time of the event being handled.
     #[inline]
-    pub fn now(&self) -> Nanos {
+    pub fn now(&self) -> Instant {
         self.now
     }
 
@@ -69,17 +61,17 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
     /// stops the program in every build (one well-predicted comparison per event) rather than
     /// quietly bending time.
     #[inline]
-    pub fn schedule_at(&mut self, at: Nanos, event: E) {
-        assert!(at >= self.now, "model bug: event scheduled in the past ({at} ns < now {} ns)", self.now);
+    pub fn schedule_at(&mut self, at: Instant, event: E) {
+        assert!(at >= self.now, "model bug: event scheduled in the past ({at:?} < now {:?})", self.now);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.push(at, seq, event);
+        self.queue.push(at.as_ns(), seq, event);
     }
 
     /// Schedules `event` after `delay` (saturating at the end of time).
     #[inline]
-    pub fn schedule_in(&mut self, delay: Nanos, event: E) {
-        self.schedule_at(self.now.saturating_add(delay), event);
+    pub fn schedule_in(&mut self, delay: Span, event: E) {
+        self.schedule_at(self.now + delay, event);
     }
 
     /// The event that will be handled next, when the queue can tell cheaply.
@@ -91,9 +83,10 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
     /// Pops the next event if it happens no later than `horizon`, advancing the clock to it.
     /// Events after the horizon stay pending and are never handled.
     #[inline]
-    pub fn pop_until(&mut self, horizon: Nanos) -> Option<E> {
-        let (t, event) = self.queue.pop_if_at_most(horizon)?;
-        debug_assert!(t >= self.now, "time ran backwards: {t} < {}", self.now);
+    pub fn pop_until(&mut self, horizon: Instant) -> Option<E> {
+        let (t, event) = self.queue.pop_if_at_most(horizon.as_ns())?;
+        let t = Instant::from_ns(t);
+        debug_assert!(t >= self.now, "time ran backwards: {t:?} < {:?}", self.now);
         self.now = t;
         self.processed += 1;
         Some(event)
@@ -114,7 +107,11 @@ pub trait Model {
 }
 
 /// Runs `model` until no event is left at or before `horizon`.
-pub fn run<M: Model, Q: EventQueue<M::Event>>(model: &mut M, s: &mut Scheduler<M::Event, Q>, horizon: Nanos) {
+pub fn run<M: Model, Q: EventQueue<M::Event>>(
+    model: &mut M,
+    s: &mut Scheduler<M::Event, Q>,
+    horizon: Instant,
+) {
     while let Some(event) = s.pop_until(horizon) {
         if let Some(next) = s.peek() {
             model.prefetch(next);
@@ -127,17 +124,21 @@ pub fn run<M: Model, Q: EventQueue<M::Event>>(model: &mut M, s: &mut Scheduler<M
 mod tests {
     use super::*;
 
+    fn t(ns: u64) -> Instant {
+        Instant::from_ns(ns)
+    }
+
     #[test]
     fn events_come_out_in_time_then_scheduling_order() {
         let mut s: Scheduler<&str> = Scheduler::new(HeapQueue::default());
-        s.schedule_at(20, "c");
-        s.schedule_at(10, "a");
-        s.schedule_at(20, "d");
-        s.schedule_at(10, "b");
-        s.schedule_at(99, "late");
+        s.schedule_at(t(20), "c");
+        s.schedule_at(t(10), "a");
+        s.schedule_at(t(20), "d");
+        s.schedule_at(t(10), "b");
+        s.schedule_at(t(99), "late");
         let mut out = vec![];
-        while let Some(e) = s.pop_until(50) {
-            out.push((s.now(), e));
+        while let Some(e) = s.pop_until(t(50)) {
+            out.push((s.now().as_ns(), e));
         }
         assert_eq!(out, vec![(10, "a"), (10, "b"), (20, "c"), (20, "d")]);
         assert_eq!(s.processed(), 4);
@@ -147,13 +148,13 @@ mod tests {
     #[test]
     fn schedule_in_is_relative_and_saturates() {
         let mut s: Scheduler<u8> = Scheduler::new(HeapQueue::default());
-        s.schedule_at(5, 1);
-        s.pop_until(u64::MAX);
-        s.schedule_in(7, 2);
-        s.schedule_in(u64::MAX, 3);
-        assert_eq!(s.pop_until(u64::MAX), Some(2));
-        assert_eq!(s.now(), 12);
-        assert_eq!(s.pop_until(u64::MAX), Some(3));
-        assert_eq!(s.now(), u64::MAX);
+        s.schedule_at(t(5), 1);
+        s.pop_until(Instant::NEVER);
+        s.schedule_in(Span::from_ns(7), 2);
+        s.schedule_in(Span::MAX, 3);
+        assert_eq!(s.pop_until(Instant::NEVER), Some(2));
+        assert_eq!(s.now(), t(12));
+        assert_eq!(s.pop_until(Instant::NEVER), Some(3));
+        assert_eq!(s.now(), Instant::NEVER);
     }
 }

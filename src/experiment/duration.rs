@@ -33,6 +33,11 @@ impl Duration {
         self.0
     }
 
+    /// The same length as simulated time.
+    pub fn span(self) -> crate::engine::Span {
+        crate::engine::Span::from_ns(self.0)
+    }
+
     /// Parses `"<number><unit>"`; the unit is one of ns, us, µs, ms, s, m, h, d. A bare `"0"`
     /// is accepted; any other number needs a unit, because a bare number is ambiguous.
     pub fn parse(text: &str) -> Result<Duration, String> {

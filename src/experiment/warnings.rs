@@ -5,7 +5,9 @@
 
 use super::spec::{ExperimentSpec, ServerSpec, WorkloadSpec};
 use super::{Experiment, Strategy};
-use crate::metrics::recovery::{BUCKET_NS, HEALTHY_RUN};
+use crate::metrics::recovery::{BUCKET, HEALTHY_RUN};
+
+const BUCKET_NS: u64 = BUCKET.as_ns();
 
 const HEALTHY_RUN_S: u64 = HEALTHY_RUN as u64;
 

@@ -2,7 +2,7 @@
 //! bounded state: counters, a latency histogram and per-second buckets.
 
 use super::recovery::{self, FaultSpan, StartBucket};
-use crate::engine::{NS_PER_S, Nanos};
+use crate::engine::{Instant, NS_PER_S, Span};
 use crate::policy::FailReason;
 use hdrhistogram::Histogram;
 
@@ -42,7 +42,7 @@ impl RunMetrics {
 
 /// Milliseconds in the sliding window of `peak_offered_rps`.
 const WINDOW_MS: usize = 1000;
-use recovery::BUCKET_NS;
+use recovery::BUCKET;
 
 /// Accumulates one run's measurements.
 pub struct RunRecorder {
@@ -51,9 +51,9 @@ pub struct RunRecorder {
     failed_by: [u64; 7],
     calls: u64,
     server_calls: u64,
-    last_end_ns: Nanos,
+    last_end: Instant,
     latency_ns: Histogram<u64>,
-    latency_max_ns: Nanos,
+    latency_max_ns: u64,
     duplicates: u64,
     wasted_ns: u128,
     /// Calls per millisecond over the last second, a ring indexed by `ms % 1000`: a sliding
@@ -80,7 +80,7 @@ impl RunRecorder {
             failed_by: [0; 7],
             calls: 0,
             server_calls: 0,
-            last_end_ns: 0,
+            last_end: Instant::ZERO,
             // 3 significant digits: quantiles within 0.1 %; auto-resizing covers ns to years.
             latency_ns: Histogram::new(3).expect("3 significant figures is a valid precision"),
             latency_max_ns: 0,
@@ -96,13 +96,13 @@ impl RunRecorder {
     }
 
     #[inline]
-    fn bucket(t: Nanos) -> usize {
-        (t / BUCKET_NS) as usize
+    fn bucket(t: Instant) -> usize {
+        t.bucket(BUCKET)
     }
 
     /// The start bucket of an operation that started at `started`.
     #[inline]
-    fn start_bucket(&mut self, started: Nanos) -> &mut StartBucket {
+    fn start_bucket(&mut self, started: Instant) -> &mut StartBucket {
         let i = Self::bucket(started);
         if i >= self.by_start_s.len() {
             self.by_start_s.resize(i + 1, StartBucket::default());
@@ -111,7 +111,7 @@ impl RunRecorder {
     }
 
     #[inline]
-    pub fn op_started(&mut self, now: Nanos) {
+    pub fn op_started(&mut self, now: Instant) {
         self.ops += 1;
         if self.track_recovery {
             self.start_bucket(now).started += 1;
@@ -119,9 +119,9 @@ impl RunRecorder {
     }
 
     #[inline]
-    pub fn call_sent(&mut self, now: Nanos) {
+    pub fn call_sent(&mut self, now: Instant) {
         self.calls += 1;
-        let ms = now / 1_000_000;
+        let ms = now.as_ns() / 1_000_000;
         // Slide the window to end at `ms`: the milliseconds that fall out are cleared (at most
         // the whole ring, however long the gap since the last call).
         let first_stale = self.last_ms + 1;
@@ -151,28 +151,28 @@ impl RunRecorder {
     }
 
     #[inline]
-    pub fn wasted(&mut self, ns: Nanos) {
-        self.wasted_ns += ns as u128;
+    pub fn wasted(&mut self, span: Span) {
+        self.wasted_ns += span.as_ns() as u128;
     }
 
     /// An operation that started at `started` and sent `attempts` attempts succeeded at `now`.
     #[inline]
-    pub fn op_succeeded(&mut self, started: Nanos, attempts: u32, now: Nanos) {
+    pub fn op_succeeded(&mut self, started: Instant, attempts: u32, now: Instant) {
         self.succeeded += 1;
         self.ended(started, attempts, now, true);
     }
 
     /// An operation that started at `started` and sent `attempts` attempts failed at `now`.
     #[inline]
-    pub fn op_failed(&mut self, reason: FailReason, started: Nanos, attempts: u32, now: Nanos) {
+    pub fn op_failed(&mut self, reason: FailReason, started: Instant, attempts: u32, now: Instant) {
         self.failed_by[reason as usize] += 1;
         self.ended(started, attempts, now, false);
     }
 
     #[inline]
-    fn ended(&mut self, started: Nanos, attempts: u32, now: Nanos, success: bool) {
-        self.last_end_ns = self.last_end_ns.max(now);
-        let latency = now - started;
+    fn ended(&mut self, started: Instant, attempts: u32, now: Instant, success: bool) {
+        self.last_end = self.last_end.max(now);
+        let latency = now.since(started).as_ns();
         // Cannot fail: the histogram auto-resizes and values are non-negative.
         let _ = self.latency_ns.record(latency);
         self.latency_max_ns = self.latency_max_ns.max(latency);
@@ -186,19 +186,19 @@ impl RunRecorder {
 
     /// An operation still pending at the horizon ends there, as `unfinished`. It is not in the
     /// latency percentiles; the recovery analysis counts its latency up to the horizon.
-    pub fn unfinished(&mut self, started: Nanos, attempts: u32, horizon: Nanos) {
+    pub fn unfinished(&mut self, started: Instant, attempts: u32, horizon: Instant) {
         self.failed_by[FailReason::Unfinished as usize] += 1;
-        self.last_end_ns = self.last_end_ns.max(horizon);
+        self.last_end = self.last_end.max(horizon);
         if self.track_recovery {
             let b = self.start_bucket(started);
             b.calls += attempts as u64;
-            b.latency_ns += horizon.saturating_sub(started) as u128;
+            b.latency_ns += horizon.since(started).as_ns() as u128;
         }
     }
 
     /// Closes the run. `faults` spans the faults that start before the horizon (None without
     /// any); `horizon` bounds the recovery analysis.
-    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Nanos) -> RunMetrics {
+    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
         // A percentile is the top of its histogram bucket (within 0.1 %), which can lie above
         // the exact maximum: no quantile exceeds the maximum, so it is clamped there.
         let q = |p: f64| {
@@ -217,7 +217,7 @@ impl RunRecorder {
             failed_by: self.failed_by,
             calls: self.calls,
             server_calls: self.server_calls,
-            completion_time_s: self.last_end_ns as f64 / NS_PER_S,
+            completion_time_s: self.last_end.as_secs_f64(),
             latency_p50_s: q(0.5),
             latency_p99_s: q(0.99),
             latency_max_s: self.latency_max_ns as f64 / NS_PER_S,
@@ -235,24 +235,28 @@ impl RunRecorder {
 mod tests {
     use super::*;
 
-    const S: Nanos = 1_000_000_000;
+    const S: u64 = 1_000_000_000;
+
+    fn t(ns: u64) -> Instant {
+        Instant::from_ns(ns)
+    }
 
     #[test]
     fn counts_and_rates() {
         let mut r = RunRecorder::new(false);
         for i in 0..4 {
-            r.op_started(i);
-            r.call_sent(i);
+            r.op_started(t(i));
+            r.call_sent(t(i));
         }
-        r.call_sent(S + 1);
-        r.op_succeeded(0, 2, 2 * S);
-        r.op_succeeded(1, 1, S);
-        r.op_failed(FailReason::Exhausted, 2, 1, 3 * S);
-        r.unfinished(3, 1, 10 * S);
+        r.call_sent(t(S + 1));
+        r.op_succeeded(t(0), 2, t(2 * S));
+        r.op_succeeded(t(1), 1, t(S));
+        r.op_failed(FailReason::Exhausted, t(2), 1, t(3 * S));
+        r.unfinished(t(3), 1, t(10 * S));
         r.side_effect(1);
         r.side_effect(2);
         r.side_effect(3);
-        let m = r.finish(99, None, 10 * S);
+        let m = r.finish(99, None, t(10 * S));
         assert_eq!((m.ops, m.succeeded, m.failed), (4, 2, 2));
         assert_eq!(m.failed_by[FailReason::Exhausted as usize], 1);
         assert_eq!(m.failed_by[FailReason::Unfinished as usize], 1);
@@ -274,9 +278,9 @@ mod tests {
     #[test]
     fn the_maximum_latency_is_exact() {
         let mut r = RunRecorder::new(false);
-        r.op_started(0);
-        r.op_succeeded(0, 1, 11 * S);
-        let m = r.finish(0, None, 20 * S);
+        r.op_started(t(0));
+        r.op_succeeded(t(0), 1, t(11 * S));
+        let m = r.finish(0, None, t(20 * S));
         assert_eq!(m.latency_max_s, 11.0);
         // The histogram's bucket top is 11.0059 s; no percentile is above the maximum.
         assert_eq!((m.latency_p50_s, m.latency_p99_s), (11.0, 11.0));
@@ -288,25 +292,25 @@ mod tests {
         // 600 calls in [0.5 s, 1 s) and 600 in [1 s, 1.5 s): no whole second sees more than
         // 600, but the window [0.5 s, 1.5 s) sees all 1200.
         for i in 0..1200u64 {
-            r.call_sent(S / 2 + i * (S / 1200));
+            r.call_sent(t(S / 2 + i * (S / 1200)));
         }
-        assert_eq!(r.finish(0, None, 2 * S).peak_offered_rps, 1200);
+        assert_eq!(r.finish(0, None, t(2 * S)).peak_offered_rps, 1200);
         let mut r = RunRecorder::new(false);
         // One call every 10 ms for 10 s: 100 per second in any window.
         for i in 0..1000u64 {
-            r.call_sent(i * 10_000_000);
+            r.call_sent(t(i * 10_000_000));
         }
-        assert_eq!(r.finish(0, None, 20 * S).peak_offered_rps, 100);
+        assert_eq!(r.finish(0, None, t(20 * S)).peak_offered_rps, 100);
         // A burst, a long gap, a burst: the window forgets the first one.
         let mut r = RunRecorder::new(false);
         for i in 0..50u64 {
-            r.call_sent(i);
+            r.call_sent(t(i));
         }
         for i in 0..50u64 {
-            r.call_sent(3600 * S + i);
+            r.call_sent(t(3600 * S + i));
         }
-        r.call_sent(3600 * S + S / 2);
-        assert_eq!(r.finish(0, None, 7200 * S).peak_offered_rps, 51);
+        r.call_sent(t(3600 * S + S / 2));
+        assert_eq!(r.finish(0, None, t(7200 * S)).peak_offered_rps, 51);
     }
 
     /// The recorder feeds the recovery analysis what happened to each second's operations:
@@ -317,17 +321,17 @@ mod tests {
             let mut r = RunRecorder::new(true);
             for s in 0..40u64 {
                 for i in 0..10 {
-                    let t = s * S + i * (S / 10);
-                    r.op_started(t);
+                    let at = s * S + i * (S / 10);
+                    r.op_started(t(at));
                     if (sick_from..sick_to).contains(&s) {
                         // Three attempts and 2 s each while sick.
-                        r.op_succeeded(t, 3, t + 2 * S);
+                        r.op_succeeded(t(at), 3, t(at + 2 * S));
                     } else {
-                        r.op_succeeded(t, 1, t + S / 10);
+                        r.op_succeeded(t(at), 1, t(at + S / 10));
                     }
                 }
             }
-            r.finish(0, Some(FaultSpan { first_start: 10 * S, last_end: 15 * S }), 60 * S)
+            r.finish(0, Some(FaultSpan { first_start: t(10 * S), last_end: t(15 * S) }), t(60 * S))
         };
         let m = run(10, 20);
         assert_eq!((m.recovery_time_s, m.metastable), (Some(5.0), Some(false)));
@@ -336,14 +340,14 @@ mod tests {
         // Operations still pending at the horizon make their bucket unhealthy.
         let mut r = RunRecorder::new(true);
         for s in 0..40u64 {
-            r.op_started(s * S);
+            r.op_started(t(s * S));
             if !(10..16).contains(&s) {
-                r.op_succeeded(s * S, 1, s * S + 1);
+                r.op_succeeded(t(s * S), 1, t(s * S + 1));
             } else {
-                r.unfinished(s * S, 1, 60 * S);
+                r.unfinished(t(s * S), 1, t(60 * S));
             }
         }
-        let m = r.finish(0, Some(FaultSpan { first_start: 10 * S, last_end: 12 * S }), 60 * S);
+        let m = r.finish(0, Some(FaultSpan { first_start: t(10 * S), last_end: t(12 * S) }), t(60 * S));
         assert_eq!((m.recovery_time_s, m.metastable), (Some(4.0), Some(false)));
     }
 }

@@ -28,10 +28,10 @@
 //! seconds of latency; a success-rate threshold alone is then crossed at random. The extra
 //! calls and the latency are what a congested state cannot hide.
 
-use crate::engine::Nanos;
+use crate::engine::{Instant, Span};
 
-/// One second.
-pub const BUCKET_NS: Nanos = 1_000_000_000;
+/// The buckets' width: one second.
+pub const BUCKET: Span = Span::from_secs(1);
 /// Consecutive healthy buckets that make a recovery.
 pub const HEALTHY_RUN: usize = 5;
 /// Success-rate criterion: `>= min(SUCCESS_CEILING, baseline - SUCCESS_SLACK)`.
@@ -51,7 +51,8 @@ pub struct StartBucket {
     pub succeeded: u64,
     /// Attempts sent by these operations.
     pub calls: u64,
-    /// Sum of their latencies (an operation still pending at the horizon counts up to it).
+    /// Sum of their latencies in ns (an operation still pending at the horizon counts up to
+    /// it).
     pub latency_ns: u128,
 }
 
@@ -104,9 +105,9 @@ impl Health {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FaultSpan {
     /// Start of the earliest fault.
-    pub first_start: Nanos,
+    pub first_start: Instant,
     /// End of the last fault (the latest end among them).
-    pub last_end: Nanos,
+    pub last_end: Instant,
 }
 
 /// The outcome of the analysis.
@@ -115,7 +116,7 @@ pub enum Recovery {
     /// No fault before the horizon: recovery 0, not metastable.
     NoFault,
     /// Recovered this long after the last fault ended.
-    Recovered { after_ns: Nanos },
+    Recovered { after: Span },
     /// No healthy run while load was still arriving.
     Metastable,
     /// Too few buckets of load before the first fault or after the last one.
@@ -127,7 +128,7 @@ impl Recovery {
     pub fn time_s(self) -> Option<f64> {
         match self {
             Recovery::NoFault => Some(0.0),
-            Recovery::Recovered { after_ns } => Some(after_ns as f64 / 1e9),
+            Recovery::Recovered { after } => Some(after.as_secs_f64()),
             Recovery::Metastable | Recovery::Unmeasurable => None,
         }
     }
@@ -145,11 +146,11 @@ impl Recovery {
 /// Runs the analysis over `buckets` (index = start second) with the faults `faults` (None when
 /// no fault starts before the horizon). The load ends with the last bucket in which an
 /// operation started, and at the horizon at the latest.
-pub fn analyse(buckets: &[StartBucket], faults: Option<FaultSpan>, horizon: Nanos) -> Recovery {
+pub fn analyse(buckets: &[StartBucket], faults: Option<FaultSpan>, horizon: Instant) -> Recovery {
     let Some(faults) = faults else { return Recovery::NoFault };
-    let start = |b: usize| b as Nanos * BUCKET_NS;
+    let start = |b: usize| Instant::ZERO + BUCKET * b as u64;
     let end = |b: usize| start(b + 1);
-    let load_end = buckets.iter().rposition(|b| b.started > 0).map_or(0, end).min(horizon);
+    let load_end = buckets.iter().rposition(|b| b.started > 0).map_or(Instant::ZERO, end).min(horizon);
     let loaded = |b: &usize| buckets[*b].started > 0;
 
     // The baseline: whole buckets before the first fault; at least HEALTHY_RUN with load.
@@ -170,7 +171,7 @@ pub fn analyse(buckets: &[StartBucket], faults: Option<FaultSpan>, horizon: Nano
 
     // The first run of HEALTHY_RUN consecutive healthy buckets with load, from the bucket that
     // holds the end of the last fault, that ends while load is still arriving.
-    let from = (faults.last_end / BUCKET_NS) as usize;
+    let from = faults.last_end.bucket(BUCKET);
     let mut streak = 0;
     let mut first = from;
     for b in (from..buckets.len()).filter(loaded) {
@@ -186,7 +187,7 @@ pub fn analyse(buckets: &[StartBucket], faults: Option<FaultSpan>, horizon: Nano
         }
         streak += 1;
         if streak == HEALTHY_RUN {
-            return Recovery::Recovered { after_ns: start(first).saturating_sub(faults.last_end) };
+            return Recovery::Recovered { after: start(first).since(faults.last_end) };
         }
     }
     Recovery::Metastable
@@ -196,7 +197,15 @@ pub fn analyse(buckets: &[StartBucket], faults: Option<FaultSpan>, horizon: Nano
 mod tests {
     use super::*;
 
-    const S: Nanos = BUCKET_NS;
+    const S: u64 = 1_000_000_000;
+
+    fn t(ns: u64) -> Instant {
+        Instant::from_ns(ns)
+    }
+
+    fn after(ns: u64) -> Recovery {
+        Recovery::Recovered { after: Span::from_ns(ns) }
+    }
     const MS: u128 = 1_000_000;
 
     /// A bucket of 100 operations with this success rate, calls per op and mean latency (ms).
@@ -218,8 +227,8 @@ mod tests {
         (0..n).map(|s| if bad.contains(&s) { sick } else { good() }).collect()
     }
 
-    fn span(first_start: Nanos, last_end: Nanos) -> Option<FaultSpan> {
-        Some(FaultSpan { first_start, last_end })
+    fn span(first_start: u64, last_end: u64) -> Option<FaultSpan> {
+        Some(FaultSpan { first_start: t(first_start), last_end: t(last_end) })
     }
 
     #[test]
@@ -240,8 +249,8 @@ mod tests {
     fn recovers_after_a_known_delay() {
         // Fault 10 s to 15.5 s; buckets 10..18 are sick (too many calls), 18.. healthy.
         let buckets = series(40, 10..18, b(1.0, 1.8, 100));
-        let r = analyse(&buckets, span(10 * S, 15 * S + S / 2), 60 * S);
-        assert_eq!(r, Recovery::Recovered { after_ns: 2 * S + S / 2 });
+        let r = analyse(&buckets, span(10 * S, 15 * S + S / 2), t(60 * S));
+        assert_eq!(r, after(2 * S + S / 2));
         assert_eq!(r.time_s(), Some(2.5));
         assert_eq!(r.metastable(), Some(false));
     }
@@ -251,7 +260,7 @@ mod tests {
         // Sick (slow) from the fault until the load ends at 40 s; the drain is not looked at.
         let mut buckets = series(40, 10..40, b(0.97, 1.0, 900));
         buckets.extend([StartBucket::default(); 20]);
-        let r = analyse(&buckets, span(10 * S, 15 * S), 60 * S);
+        let r = analyse(&buckets, span(10 * S, 15 * S), t(60 * S));
         assert_eq!(r, Recovery::Metastable);
         assert_eq!((r.time_s(), r.metastable()), (None, Some(true)));
     }
@@ -260,9 +269,9 @@ mod tests {
     fn a_healthy_run_must_end_before_the_load_does() {
         // Four healthy buckets before the load ends at 30 s are not enough.
         let buckets = series(30, 10..26, b(0.5, 2.0, 900));
-        assert_eq!(analyse(&buckets, span(10 * S, 15 * S), 60 * S), Recovery::Metastable);
+        assert_eq!(analyse(&buckets, span(10 * S, 15 * S), t(60 * S)), Recovery::Metastable);
         let buckets = series(30, 10..25, b(0.5, 2.0, 900));
-        assert_eq!(analyse(&buckets, span(10 * S, 15 * S), 60 * S), Recovery::Recovered { after_ns: 10 * S });
+        assert_eq!(analyse(&buckets, span(10 * S, 15 * S), t(60 * S)), after(10 * S));
     }
 
     #[test]
@@ -272,26 +281,26 @@ mod tests {
             buckets[s] = StartBucket::default();
         }
         // Healthy from 16 with gaps: 16, 18, 20, 22, 23 are the five.
-        assert_eq!(analyse(&buckets, span(10 * S, 15 * S), 60 * S), Recovery::Recovered { after_ns: S });
+        assert_eq!(analyse(&buckets, span(10 * S, 15 * S), t(60 * S)), after(S));
     }
 
     #[test]
     fn too_little_load_is_unmeasurable() {
         // A fault 3 s before the load ends.
         let buckets = series(40, 37..40, b(0.0, 4.0, 50));
-        assert_eq!(analyse(&buckets, span(37 * S, 38 * S), 60 * S), Recovery::Unmeasurable);
+        assert_eq!(analyse(&buckets, span(37 * S, 38 * S), t(60 * S)), Recovery::Unmeasurable);
         // A fault in the fourth second: only buckets 0..3 before it.
         let buckets = series(40, 3..5, b(0.0, 4.0, 50));
-        let r = analyse(&buckets, span(3 * S, 5 * S), 60 * S);
+        let r = analyse(&buckets, span(3 * S, 5 * S), t(60 * S));
         assert_eq!((r, r.time_s(), r.metastable()), (Recovery::Unmeasurable, None, None));
         // A fault that outlasts the horizon.
         let buckets = series(40, 10..40, b(0.0, 4.0, 50));
-        assert_eq!(analyse(&buckets, span(10 * S, 90 * S), 40 * S), Recovery::Unmeasurable);
+        assert_eq!(analyse(&buckets, span(10 * S, 90 * S), t(40 * S)), Recovery::Unmeasurable);
     }
 
     #[test]
     fn no_fault_is_recovery_zero() {
-        let r = analyse(&series(10, 0..0, good()), None, 10 * S);
+        let r = analyse(&series(10, 0..0, good()), None, t(10 * S));
         assert_eq!((r.time_s(), r.metastable()), (Some(0.0), Some(false)));
     }
 }

@@ -3,8 +3,8 @@
 
 use super::ops::{Op, OpTable};
 use super::workload::Workload;
-use crate::engine::Nanos;
 use crate::engine::rng::{Stream, derive};
+use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::{Decision, Outcome, RetryPolicy};
@@ -15,7 +15,7 @@ use rand_xoshiro::SplitMix64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AfterFailure {
     /// Send the next attempt after this delay.
-    Retry(Nanos),
+    Retry(Span),
     /// The operation ended (failed); maybe a closed-workload client starts its next one.
     Ended(Option<NextOp>),
 }
@@ -24,7 +24,7 @@ pub enum AfterFailure {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NextOp {
     pub client: u32,
-    pub at: Nanos,
+    pub at: Instant,
 }
 
 /// An attempt just sent.
@@ -32,8 +32,8 @@ pub struct NextOp {
 pub struct Attempt {
     /// 1-based attempt number within the operation.
     pub number: u32,
-    /// When the client stops waiting for it (`Nanos::MAX` = never).
-    pub gives_up_at: Nanos,
+    /// When the client stops waiting for it ([`Instant::NEVER`] = never).
+    pub gives_up_at: Instant,
 }
 
 pub struct Clients {
@@ -46,18 +46,18 @@ pub struct Clients {
     started: u64,
     /// Closed workload: operations each client has yet to start.
     remaining: Vec<u32>,
-    think_ns: Nanos,
+    think: Span,
 }
 
 impl Clients {
     pub fn new(workload: &Workload, policy: RetryPolicy, run_seed: u64, rec: RunRecorder) -> Clients {
         // Streams nobody reads are not made.
         let jitter_root = policy.backoff.is_random().then(|| derive(run_seed, Stream::Jitter as u64));
-        let (remaining, think_ns, capacity) = match *workload {
-            Workload::Closed { clients, ops_per_client, think_ns, .. } => {
-                (vec![ops_per_client; clients as usize], think_ns, clients as usize)
+        let (remaining, think, capacity) = match *workload {
+            Workload::Closed { clients, ops_per_client, think, .. } => {
+                (vec![ops_per_client; clients as usize], think, clients as usize)
             }
-            Workload::Open { .. } => (Vec::new(), 0, 1024),
+            Workload::Open { .. } => (Vec::new(), Span::ZERO, 1024),
         };
         Clients {
             ops: OpTable::with_capacity(capacity),
@@ -66,14 +66,14 @@ impl Clients {
             jitter_root,
             started: 0,
             remaining,
-            think_ns,
+            think,
         }
     }
 
     /// Starts an operation of `client` at `now`; returns its slot. The caller sends the first
     /// attempt with [`Clients::send`].
     #[inline]
-    pub fn start(&mut self, client: u32, now: Nanos) -> u32 {
+    pub fn start(&mut self, client: u32, now: Instant) -> u32 {
         // Each operation draws its jitter from its own stream, labelled by its client and an
         // index unique within that client: in a closed workload the number of operations the
         // client has left after this one, in an open one the arrival number. The same
@@ -106,7 +106,7 @@ impl Clients {
 
     /// Records an attempt leaving the client at `now`.
     #[inline]
-    pub fn send(&mut self, slot: u32, now: Nanos) -> Attempt {
+    pub fn send(&mut self, slot: u32, now: Instant) -> Attempt {
         let op = self.ops.get(slot);
         op.attempts += 1;
         op.waiting_for = op.attempts;
@@ -124,7 +124,7 @@ impl Clients {
 
     /// The operation succeeded at `now`.
     #[inline]
-    pub fn succeed(&mut self, slot: u32, now: Nanos) -> Option<NextOp> {
+    pub fn succeed(&mut self, slot: u32, now: Instant) -> Option<NextOp> {
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         self.rec.op_succeeded(started, attempts, now);
@@ -134,7 +134,7 @@ impl Clients {
 
     /// The attempt the client was waiting for failed with `outcome` at `now`.
     #[inline]
-    pub fn fail(&mut self, slot: u32, outcome: Outcome, now: Nanos) -> AfterFailure {
+    pub fn fail(&mut self, slot: u32, outcome: Outcome, now: Instant) -> AfterFailure {
         let op = self.ops.get(slot);
         op.waiting_for = 0;
         match self.policy.after_failure(
@@ -145,7 +145,7 @@ impl Clients {
             &mut op.backoff,
             &mut op.jitter,
         ) {
-            Decision::Retry { delay_ns } => AfterFailure::Retry(delay_ns),
+            Decision::Retry { delay } => AfterFailure::Retry(delay),
             Decision::Stop(reason) => {
                 let (started, client, attempts) = (op.started, op.client, op.attempts);
                 self.rec.op_failed(reason, started, attempts, now);
@@ -156,7 +156,7 @@ impl Clients {
     }
 
     /// Closes the run at the horizon: operations still pending fail as `unfinished`.
-    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Nanos) -> RunMetrics {
+    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
         let mut rec = self.rec;
         for op in self.ops.pending() {
             rec.unfinished(op.started, op.attempts, horizon);
@@ -165,9 +165,9 @@ impl Clients {
     }
 
     #[inline]
-    fn next_op(&self, client: u32, now: Nanos) -> Option<NextOp> {
+    fn next_op(&self, client: u32, now: Instant) -> Option<NextOp> {
         match self.remaining.get(client as usize) {
-            Some(&r) if r > 0 => Some(NextOp { client, at: now.saturating_add(self.think_ns) }),
+            Some(&r) if r > 0 => Some(NextOp { client, at: now + self.think }),
             _ => None,
         }
     }

@@ -1,6 +1,6 @@
 //! Duration distributions (DESIGN §3.2) turned into samplers over nanoseconds.
 
-use crate::engine::{Nanos, to_nanos};
+use crate::engine::Span;
 use crate::experiment::DistSpec;
 use crate::policy::uniform::u01;
 use rand::Rng;
@@ -10,7 +10,7 @@ use rand_distr::{Distribution, Exp, LogNormal, Normal};
 /// so building one cannot fail on a checked spec.
 #[derive(Clone, Copy, Debug)]
 pub enum Dist {
-    Constant(Nanos),
+    Constant(Span),
     Uniform {
         low: f64,
         width: f64,
@@ -25,18 +25,18 @@ impl Dist {
     pub fn from_spec(spec: &DistSpec) -> Dist {
         let ns = |d: crate::experiment::Duration| d.as_ns() as f64;
         match *spec {
-            DistSpec::Constant { value } => Dist::Constant(value.as_ns()),
+            DistSpec::Constant { value } => Dist::Constant(value.span()),
             DistSpec::Uniform { low, high } => Dist::Uniform { low: ns(low), width: ns(high) - ns(low) },
             DistSpec::Normal { mean, sd } => {
                 Dist::Normal(Normal::new(ns(mean), ns(sd)).expect("validated: sd is a finite duration"))
             }
             // A mean of 0 means every sample is 0.
-            DistSpec::Exponential { mean } if mean.as_ns() == 0 => Dist::Constant(0),
+            DistSpec::Exponential { mean } if mean.as_ns() == 0 => Dist::Constant(Span::ZERO),
             DistSpec::Exponential { mean } => {
                 Dist::Exponential(Exp::new(1.0 / ns(mean)).expect("validated: mean > 0"))
             }
             // median = e^mu, so mu = ln(median); a median of 0 gives only zeros.
-            DistSpec::Lognormal { median, .. } if median.as_ns() == 0 => Dist::Constant(0),
+            DistSpec::Lognormal { median, .. } if median.as_ns() == 0 => Dist::Constant(Span::ZERO),
             DistSpec::Lognormal { median, sigma } => {
                 Dist::LogNormal(LogNormal::new(ns(median).ln(), sigma).expect("validated: sigma >= 0"))
             }
@@ -45,12 +45,12 @@ impl Dist {
 
     /// Whether every sample is zero (lets the model skip scheduling zero-delay hops).
     pub fn is_zero(&self) -> bool {
-        matches!(self, Dist::Constant(0))
+        matches!(self, Dist::Constant(Span::ZERO))
     }
 
     /// One sample, rounded to the nearest nanosecond. Constant draws nothing.
     #[inline]
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Nanos {
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Span {
         let x = match self {
             Dist::Constant(v) => return *v,
             Dist::Uniform { low, width } => low + width * u01(rng),
@@ -59,7 +59,7 @@ impl Dist {
             Dist::LogNormal(l) => l.sample(rng),
         };
         // Saturating float-to-int conversion: a huge lognormal tail stays finite.
-        to_nanos(x)
+        Span::from_ns_f64(x)
     }
 }
 
@@ -73,7 +73,7 @@ mod tests {
     fn mean_se(spec: DistSpec, n: usize) -> (f64, f64) {
         let d = Dist::from_spec(&spec);
         let mut r = Xoshiro256PlusPlus::seed_from_u64(3);
-        let xs: Vec<f64> = (0..n).map(|_| d.sample(&mut r) as f64).collect();
+        let xs: Vec<f64> = (0..n).map(|_| d.sample(&mut r).as_ns_f64()).collect();
         let m = xs.iter().sum::<f64>() / n as f64;
         let v = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n as f64 - 1.0);
         (m, (v / n as f64).sqrt())

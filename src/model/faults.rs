@@ -1,6 +1,6 @@
 //! Server faults (DESIGN §3.4) and background errors, as functions of simulated time.
 
-use crate::engine::Nanos;
+use crate::engine::Instant;
 use crate::experiment::{ErrorSpec, FaultSpec, FaultStatus, NamedFailure};
 use crate::metrics::recovery::FaultSpan;
 use crate::policy::Outcome;
@@ -25,7 +25,8 @@ pub enum OutageAnswer {
 }
 
 pub struct Faults {
-    faults: Vec<(Nanos, Nanos, FaultSpec)>,
+    /// (start, end, fault): active on `[start, end)`.
+    faults: Vec<(Instant, Instant, FaultSpec)>,
     background: Vec<ErrorAnswerP>,
     rng: Xoshiro256PlusPlus,
 }
@@ -43,7 +44,8 @@ impl Faults {
                 .iter()
                 .map(|f| {
                     let (start, duration) = f.window();
-                    (start.as_ns(), start.as_ns().saturating_add(duration.as_ns()), f.clone())
+                    let start = Instant::ZERO + start.span();
+                    (start, start + duration.span(), f.clone())
                 })
                 .collect(),
             background: errors
@@ -64,7 +66,7 @@ impl Faults {
     /// The span of the faults that start before `horizon` (`None` without any): the recovery
     /// analysis looks before the first and after the last. A fault that starts at or after the
     /// horizon never happens in the run, so it does not count.
-    pub fn span(&self, horizon: Nanos) -> Option<FaultSpan> {
+    pub fn span(&self, horizon: Instant) -> Option<FaultSpan> {
         let happening = self.faults.iter().filter(|f| f.0 < horizon);
         let first_start = happening.clone().map(|f| f.0).min()?;
         let last_end = happening.map(|f| f.1).max()?;
@@ -73,16 +75,16 @@ impl Faults {
 
     /// Times at which the available capacity goes back up (capacity faults ending), when
     /// waiting requests may start.
-    pub fn capacity_restorations(&self) -> impl Iterator<Item = Nanos> + '_ {
+    pub fn capacity_restorations(&self) -> impl Iterator<Item = Instant> + '_ {
         self.faults.iter().filter(|f| matches!(f.2, FaultSpec::Capacity { .. })).map(|f| f.1)
     }
 
-    fn active(&self, now: Nanos) -> impl Iterator<Item = &FaultSpec> {
+    fn active(&self, now: Instant) -> impl Iterator<Item = &FaultSpec> {
         self.faults.iter().filter(move |f| f.0 <= now && now < f.1).map(|f| &f.2)
     }
 
     /// The first active outage's answer, if any.
-    pub fn outage(&self, now: Nanos) -> Option<OutageAnswer> {
+    pub fn outage(&self, now: Instant) -> Option<OutageAnswer> {
         self.active(now).find_map(|f| match f {
             FaultSpec::Outage { status, .. } => Some(match status {
                 FaultStatus::Status(s) => OutageAnswer::Answer(Outcome::Status(*s)),
@@ -97,7 +99,7 @@ impl Faults {
 
     /// Workers available out of `concurrency`: the product of active capacity factors,
     /// rounded down.
-    pub fn capacity(&self, now: Nanos, concurrency: u32) -> u32 {
+    pub fn capacity(&self, now: Instant, concurrency: u32) -> u32 {
         let f: f64 = self
             .active(now)
             .filter_map(|f| match f {
@@ -109,7 +111,7 @@ impl Faults {
     }
 
     /// The service-time multiplier: the product of active slowdown factors.
-    pub fn slowdown(&self, now: Nanos) -> f64 {
+    pub fn slowdown(&self, now: Instant) -> f64 {
         self.active(now)
             .filter_map(|f| match f {
                 FaultSpec::Slowdown { factor, .. } => Some(*factor),
@@ -122,7 +124,7 @@ impl Faults {
     /// its probability (the active ones in file order, one after the other on the same draw)
     /// replaces the background errors, which apply only outside faults (DESIGN §3.4). No draw
     /// is made when no error can happen.
-    pub fn error(&mut self, now: Nanos) -> Option<ErrorAnswer> {
+    pub fn error(&mut self, now: Instant) -> Option<ErrorAnswer> {
         let mut faults = self
             .faults
             .iter()
@@ -166,6 +168,10 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
+    fn t(ns: u64) -> Instant {
+        Instant::from_ns(ns)
+    }
+
     fn faults() -> Faults {
         let f = vec![
             FaultSpec::Outage {
@@ -193,29 +199,31 @@ mod tests {
     #[test]
     fn windows_are_half_open() {
         let f = faults();
-        assert_eq!(f.outage(10 * S - 1), None);
-        assert_eq!(f.outage(10 * S), Some(OutageAnswer::Silence));
-        assert_eq!(f.outage(15 * S), None);
-        assert_eq!(f.capacity(19 * S, 100), 100);
-        assert_eq!(f.capacity(20 * S, 100), 25);
-        assert_eq!(f.capacity(20 * S, 3), 0);
-        assert_eq!(f.slowdown(26 * S), 3.0);
-        assert_eq!(f.slowdown(24 * S), 1.0);
-        assert_eq!(f.span(100 * S), Some(FaultSpan { first_start: 10 * S, last_end: 41 * S }));
+        assert_eq!(f.outage(t(10 * S - 1)), None);
+        assert_eq!(f.outage(t(10 * S)), Some(OutageAnswer::Silence));
+        assert_eq!(f.outage(t(15 * S)), None);
+        assert_eq!(f.capacity(t(19 * S), 100), 100);
+        assert_eq!(f.capacity(t(20 * S), 100), 25);
+        assert_eq!(f.capacity(t(20 * S), 3), 0);
+        assert_eq!(f.slowdown(t(26 * S)), 3.0);
+        assert_eq!(f.slowdown(t(24 * S)), 1.0);
+        assert_eq!(f.span(t(100 * S)), Some(FaultSpan { first_start: t(10 * S), last_end: t(41 * S) }));
         // Faults from the horizon on never happen.
-        assert_eq!(f.span(40 * S), Some(FaultSpan { first_start: 10 * S, last_end: 35 * S }));
-        assert_eq!(f.span(10 * S), None);
-        assert_eq!(f.capacity_restorations().collect::<Vec<_>>(), vec![30 * S]);
+        assert_eq!(f.span(t(40 * S)), Some(FaultSpan { first_start: t(10 * S), last_end: t(35 * S) }));
+        assert_eq!(f.span(t(10 * S)), None);
+        assert_eq!(f.capacity_restorations().collect::<Vec<_>>(), vec![t(30 * S)]);
     }
 
     #[test]
     fn error_probabilities() {
         let mut f = faults();
         let n = 100_000;
-        let bg = (0..n).filter(|_| f.error(0).is_some()).count() as f64 / n as f64;
+        let bg = (0..n).filter(|_| f.error(t(0)).is_some()).count() as f64 / n as f64;
         let se = (0.1f64 * 0.9 / n as f64).sqrt();
         assert!((bg - 0.1).abs() < 5.0 * se, "{bg}");
         // During the error fault its 500 replaces the background: every request gets it.
-        assert!((0..1000).all(|_| f.error(40 * S) == Some(ErrorAnswer { status: 500, after_effect: true })));
+        assert!(
+            (0..1000).all(|_| f.error(t(40 * S)) == Some(ErrorAnswer { status: 500, after_effect: true }))
+        );
     }
 }

@@ -63,7 +63,7 @@ pub fn simulate_with<C: QueueChoice>(
     let workload = Workload::from_spec(&spec.workload);
     let net = Network::new(&spec.network, stream(run_seed, Stream::Network));
     let policy = RetryPolicy::from_strategy(strategy);
-    let horizon = spec.horizon.as_ns();
+    let horizon = crate::engine::Instant::ZERO + spec.horizon.span();
     match &spec.server {
         ServerSpec::Queue(q) => {
             let rec = RunRecorder::new(!q.faults.is_empty());

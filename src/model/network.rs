@@ -1,7 +1,7 @@
 //! The network between clients and server (DESIGN §3.2): a latency per hop and losses.
 
 use super::dist::Dist;
-use crate::engine::Nanos;
+use crate::engine::Span;
 use crate::experiment::NetworkSpec;
 use crate::policy::uniform::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -31,18 +31,18 @@ impl Network {
     /// The delay of one client-to-server hop, or `None` if the request is lost. A loss draw is
     /// made only when a loss probability is set.
     #[inline]
-    pub fn request(&mut self) -> Option<Nanos> {
+    pub fn request(&mut self) -> Option<Span> {
         self.hop(self.request_loss)
     }
 
     /// The delay of one server-to-client hop, or `None` if the response is lost.
     #[inline]
-    pub fn response(&mut self) -> Option<Nanos> {
+    pub fn response(&mut self) -> Option<Span> {
         self.hop(self.response_loss)
     }
 
     #[inline]
-    fn hop(&mut self, loss: f64) -> Option<Nanos> {
+    fn hop(&mut self, loss: f64) -> Option<Span> {
         if loss > 0.0 && u01(&mut self.rng) < loss {
             return None;
         }

@@ -12,7 +12,7 @@ use super::clients::{AfterFailure, Clients, NextOp};
 use super::network::Network;
 use super::workload::{StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
-use crate::engine::{self, EventQueue, Model, Nanos, Scheduler};
+use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::metrics::RunMetrics;
 use crate::policy::Outcome;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -63,13 +63,13 @@ pub fn run<Q: EventQueue<Ev>>(
     net: Network,
     clients: Clients,
     run_seed: u64,
-    horizon: Nanos,
+    horizon: Instant,
 ) -> RunMetrics {
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
     let mut arrivals = stream(run_seed, Stream::Arrivals);
     let mut starts = match *workload {
-        Workload::Closed { clients: n, ramp_ns, .. } => StartTimes::new(n, ramp_ns),
-        Workload::Open { .. } => StartTimes::new(0, 0),
+        Workload::Closed { clients: n, ramp, .. } => StartTimes::new(n, ramp),
+        Workload::Open { .. } => StartTimes::new(0, Span::ZERO),
     };
     if let Some((client, at)) = starts.next(&mut arrivals) {
         sched.schedule_at(at, Ev::FirstStart { client });
@@ -132,7 +132,7 @@ impl Model for OccModel {
                     match self.clients.fail(op, CONFLICT, now) {
                         AfterFailure::Retry(backoff) => {
                             let d = self.hop();
-                            s.schedule_in(backoff.saturating_add(d), Ev::ReadArrive { op });
+                            s.schedule_in(backoff + d, Ev::ReadArrive { op });
                             None
                         }
                         AfterFailure::Ended(next) => next,
@@ -149,7 +149,7 @@ impl Model for OccModel {
 impl OccModel {
     /// One hop's latency (validation refuses losses for `occ`).
     #[inline]
-    fn hop(&mut self) -> Nanos {
-        self.net.request().unwrap_or(0)
+    fn hop(&mut self) -> Span {
+        self.net.request().unwrap_or(Span::ZERO)
     }
 }

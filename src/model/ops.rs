@@ -1,14 +1,14 @@
 //! The table of live operations: a slab whose slots are reused, so memory follows what is in
 //! flight, not how many operations a run has had.
 
-use crate::engine::Nanos;
+use crate::engine::Instant;
 use crate::policy::BackoffState;
 use rand_xoshiro::SplitMix64;
 
 /// One logical operation in flight (48 bytes: one cache line holds all an event touches).
 #[derive(Clone, Debug)]
 pub struct Op {
-    pub started: Nanos,
+    pub started: Instant,
     /// The client process the operation belongs to (its jitter stream).
     pub client: u32,
     /// Attempts sent so far.
@@ -112,7 +112,7 @@ mod tests {
 
     fn op() -> Op {
         Op {
-            started: 0,
+            started: Instant::ZERO,
             client: 0,
             attempts: 0,
             waiting_for: 0,

@@ -11,7 +11,7 @@ use super::faults::{Faults, OutageAnswer};
 use super::network::Network;
 use super::workload::{OpenArrivals, StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
-use crate::engine::{self, EventQueue, Model, Nanos, Scheduler};
+use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::experiment::QueueServerSpec;
 use crate::metrics::RunMetrics;
 use crate::policy::Outcome;
@@ -32,7 +32,7 @@ pub enum Ev {
     /// A backoff ended: the operation sends its next attempt.
     Send { op: u32 },
     /// A request reaches the server; its client stops waiting at `gives_up_at`.
-    Arrive { op: u32, attempt: u32, gives_up_at: Nanos },
+    Arrive { op: u32, attempt: u32, gives_up_at: Instant },
     /// A worker finishes serving.
     Done { worker: u32 },
     /// An answer reaches the client.
@@ -52,7 +52,7 @@ struct Request {
     op: u32,
     attempt: u32,
     /// When its client stops waiting: work after that is wasted; `drop_expired` drops it.
-    gives_up_at: Nanos,
+    gives_up_at: Instant,
     /// The answer once the work is done: success, or an `after_effect` error drawn at arrival.
     answer: Outcome,
 }
@@ -60,7 +60,7 @@ struct Request {
 #[derive(Clone, Copy, Debug)]
 struct InService {
     req: Request,
-    started: Nanos,
+    started: Instant,
 }
 
 struct Server {
@@ -95,7 +95,7 @@ pub fn run<Q: EventQueue<Ev>>(
     net: Network,
     clients: Clients,
     run_seed: u64,
-    horizon: Nanos,
+    horizon: Instant,
 ) -> RunMetrics {
     let faults = Faults::new(&spec.faults, &spec.errors, stream(run_seed, Stream::Faults));
     let fault_span = faults.span(horizon);
@@ -116,8 +116,8 @@ pub fn run<Q: EventQueue<Ev>>(
             waiting: VecDeque::new(),
             workers: vec![
                 InService {
-                    req: Request { op: 0, attempt: 0, gives_up_at: 0, answer: Outcome::Success },
-                    started: 0
+                    req: Request { op: 0, attempt: 0, gives_up_at: Instant::ZERO, answer: Outcome::Success },
+                    started: Instant::ZERO
                 };
                 n
             ],
@@ -130,18 +130,18 @@ pub fn run<Q: EventQueue<Ev>>(
         net,
         arrivals_rng: stream(run_seed, Stream::Arrivals),
         open: None,
-        first_starts: StartTimes::new(0, 0),
+        first_starts: StartTimes::new(0, Span::ZERO),
     };
     match workload {
-        Workload::Closed { clients, ramp_ns, .. } => {
-            let mut starts = StartTimes::new(*clients, *ramp_ns);
+        Workload::Closed { clients, ramp, .. } => {
+            let mut starts = StartTimes::new(*clients, *ramp);
             if let Some((client, at)) = starts.next(&mut model.arrivals_rng) {
                 sched.schedule_at(at, Ev::FirstStart { client });
             }
             model.first_starts = starts;
         }
         Workload::Open { arrivals, clients } => {
-            if let Some(t) = arrivals.next_after(0, &mut model.arrivals_rng) {
+            if let Some(t) = arrivals.next_after(Instant::ZERO, &mut model.arrivals_rng) {
                 sched.schedule_at(t, Ev::OpenArrival);
             }
             model.open = Some((arrivals.clone(), *clients));
@@ -208,7 +208,7 @@ impl Model for QueueModel {
 impl Server {
     /// Workers usable now (capacity faults lower it).
     #[inline]
-    fn capacity(&self, now: Nanos) -> u32 {
+    fn capacity(&self, now: Instant) -> u32 {
         if self.faults.is_empty() { self.concurrency } else { self.faults.capacity(now, self.concurrency) }
     }
 }
@@ -217,7 +217,7 @@ impl QueueModel {
     /// Sends the operation's next attempt now: timeout timer, then the request hop.
     fn send<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
         let Attempt { number: attempt, gives_up_at } = self.clients.send(op, s.now());
-        if gives_up_at != Nanos::MAX {
+        if !gives_up_at.is_never() {
             self.clients.ops.get(op).refs += 1;
             s.schedule_at(gives_up_at, Ev::Timeout { op, attempt });
         }
@@ -237,7 +237,7 @@ impl QueueModel {
         &mut self,
         op: u32,
         attempt: u32,
-        gives_up_at: Nanos,
+        gives_up_at: Instant,
         s: &mut Scheduler<Ev, Q>,
     ) {
         let now = s.now();
@@ -280,7 +280,7 @@ impl QueueModel {
         if !srv.faults.is_empty() {
             let f = srv.faults.slowdown(now);
             if f != 1.0 {
-                service = engine::to_nanos(service as f64 * f);
+                service = service.mul_f64(f);
             }
         }
         s.schedule_in(service, Ev::Done { worker });
@@ -298,7 +298,7 @@ impl QueueModel {
         let executions = op.executions;
         self.clients.rec.side_effect(executions);
         if req.gives_up_at < now {
-            self.clients.rec.wasted(now - started.max(req.gives_up_at));
+            self.clients.rec.wasted(now.since(started.max(req.gives_up_at)));
         }
         self.respond(req, req.answer, s);
         self.start_waiting(s);

@@ -1,7 +1,7 @@
 //! Who calls and when (DESIGN §3.1): the closed herd of clients, or open Poisson arrivals
 //! generated one at a time as the run goes (never materialised up front).
 
-use crate::engine::{NS_PER_S, Nanos, to_nanos};
+use crate::engine::{Instant, NS_PER_S, Span};
 use crate::experiment::WorkloadSpec;
 use crate::policy::uniform::u01;
 use rand::Rng;
@@ -11,27 +11,28 @@ use rand_distr::{Distribution, Exp1};
 #[derive(Clone, Debug)]
 pub struct OpenArrivals {
     /// `(from, rate per second)`, `from` strictly increasing, the first at 0.
-    steps: Vec<(Nanos, f64)>,
-    end: Nanos,
+    steps: Vec<(Instant, f64)>,
+    end: Instant,
 }
 
 impl OpenArrivals {
-    pub fn new(rate: f64, duration: Nanos, schedule: &[(Nanos, f64)]) -> OpenArrivals {
-        let mut steps = vec![(0, rate)];
+    pub fn new(rate: f64, duration: Span, schedule: &[(Span, f64)]) -> OpenArrivals {
+        let mut steps = vec![(Instant::ZERO, rate)];
         for &(at, r) in schedule {
-            if at == 0 {
+            let at = Instant::ZERO + at;
+            if at == Instant::ZERO {
                 steps[0].1 = r;
             } else {
                 steps.push((at, r));
             }
         }
-        OpenArrivals { steps, end: duration }
+        OpenArrivals { steps, end: Instant::ZERO + duration }
     }
 
     /// The first arrival strictly after `now` (or at 0 for the first call with `now = 0`),
     /// `None` once past the workload's duration. Memorylessness makes it exact across rate
     /// changes: a draw that overshoots the next change is discarded and redrawn from there.
-    pub fn next_after<R: Rng + ?Sized>(&self, now: Nanos, rng: &mut R) -> Option<Nanos> {
+    pub fn next_after<R: Rng + ?Sized>(&self, now: Instant, rng: &mut R) -> Option<Instant> {
         let mut t = now;
         let mut i = self.steps.partition_point(|&(from, _)| from <= t).saturating_sub(1);
         loop {
@@ -39,9 +40,9 @@ impl OpenArrivals {
             let boundary = self.steps.get(i + 1).map_or(self.end, |s| s.0.min(self.end));
             if rate > 0.0 {
                 let gap: f64 = Exp1.sample(rng);
-                let next = t as f64 + gap / rate * NS_PER_S;
-                if next < boundary as f64 {
-                    return Some(to_nanos(next));
+                let next = t.as_ns() as f64 + gap / rate * NS_PER_S;
+                if next < boundary.as_ns() as f64 {
+                    return Some(Instant::ZERO + Span::from_ns_f64(next));
                 }
             }
             if boundary >= self.end {
@@ -64,36 +65,37 @@ impl OpenArrivals {
 #[derive(Clone, Debug)]
 pub struct StartTimes {
     clients: u32,
-    ramp_ns: Nanos,
+    ramp: Span,
     next: u32,
     u: f64,
 }
 
 impl StartTimes {
-    pub fn new(clients: u32, ramp_ns: Nanos) -> StartTimes {
-        StartTimes { clients, ramp_ns, next: 0, u: 0.0 }
+    pub fn new(clients: u32, ramp: Span) -> StartTimes {
+        StartTimes { clients, ramp, next: 0, u: 0.0 }
     }
 
     /// The next client and its start time, or `None` when every client has started.
-    pub fn next<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Option<(u32, Nanos)> {
+    pub fn next<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Option<(u32, Instant)> {
         if self.next >= self.clients {
             return None;
         }
         let client = self.next;
         self.next += 1;
-        if self.ramp_ns == 0 {
-            return Some((client, 0));
+        if self.ramp.is_zero() {
+            return Some((client, Instant::ZERO));
         }
         let remaining = (self.clients - client) as f64;
         self.u += (1.0 - self.u) * (1.0 - u01(rng).powf(1.0 / remaining));
-        Some((client, (self.u * self.ramp_ns as f64) as Nanos))
+        // Truncated, not rounded: a start time stays strictly inside [0, ramp).
+        Some((client, Instant::from_ns((self.u * self.ramp.as_ns() as f64) as u64)))
     }
 }
 
 /// The workload in engine units.
 #[derive(Clone, Debug)]
 pub enum Workload {
-    Closed { clients: u32, ops_per_client: u32, think_ns: Nanos, ramp_ns: Nanos },
+    Closed { clients: u32, ops_per_client: u32, think: Span, ramp: Span },
     Open { arrivals: OpenArrivals, clients: u32 },
 }
 
@@ -103,14 +105,14 @@ impl Workload {
             WorkloadSpec::Closed { clients, ops_per_client, think_time, ramp } => Workload::Closed {
                 clients: *clients,
                 ops_per_client: *ops_per_client,
-                think_ns: think_time.as_ns(),
-                ramp_ns: ramp.as_ns(),
+                think: think_time.span(),
+                ramp: ramp.span(),
             },
             WorkloadSpec::Open { rate, duration, schedule, clients } => Workload::Open {
                 arrivals: OpenArrivals::new(
                     *rate,
-                    duration.as_ns(),
-                    &schedule.iter().map(|s| (s.at.as_ns(), s.rate)).collect::<Vec<_>>(),
+                    duration.span(),
+                    &schedule.iter().map(|s| (s.at.span(), s.rate)).collect::<Vec<_>>(),
                 ),
                 clients: *clients,
             },
@@ -131,18 +133,23 @@ mod tests {
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 
-    const S: Nanos = 1_000_000_000;
+    const S: u64 = 1_000_000_000;
 
-    fn count(a: &OpenArrivals, from: Nanos, to: Nanos, seed: u64) -> (u64, Nanos) {
+    fn secs(n: u64) -> Span {
+        Span::from_ns(n * S)
+    }
+
+    /// Arrivals in `[from, to)` (ns), and the last arrival (ns).
+    fn count(a: &OpenArrivals, from: u64, to: u64, seed: u64) -> (u64, u64) {
         let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let (mut t, mut n, mut last) = (0, 0, 0);
+        let (mut t, mut n, mut last) = (Instant::ZERO, 0, 0);
         while let Some(next) = a.next_after(t, &mut r) {
             assert!(next >= t, "arrivals never go back in time");
-            if (from..to).contains(&next) {
+            if (from..to).contains(&next.as_ns()) {
                 n += 1;
             }
             t = next;
-            last = next;
+            last = next.as_ns();
         }
         (n, last)
     }
@@ -150,7 +157,7 @@ mod tests {
     #[test]
     fn poisson_counts_match_the_schedule() {
         // 1000/s for 10 s, then a 5 s spike at 3000/s, then 0 until the end at 20 s.
-        let a = OpenArrivals::new(1000.0, 20 * S, &[(10 * S, 3000.0), (15 * S, 0.0)]);
+        let a = OpenArrivals::new(1000.0, secs(20), &[(secs(10), 3000.0), (secs(15), 0.0)]);
         let (base, _) = count(&a, 0, 10 * S, 1);
         let (spike, _) = count(&a, 10 * S, 15 * S, 1);
         let (quiet, last) = count(&a, 15 * S, 20 * S, 1);
@@ -164,9 +171,9 @@ mod tests {
     #[test]
     fn ramp_start_times_are_sorted_uniform_order_statistics() {
         let n = 100_000u32;
-        let mut st = StartTimes::new(n, 10 * S);
+        let mut st = StartTimes::new(n, secs(10));
         let mut r = Xoshiro256PlusPlus::seed_from_u64(4);
-        let times: Vec<Nanos> = std::iter::from_fn(|| st.next(&mut r)).map(|(_, t)| t).collect();
+        let times: Vec<u64> = std::iter::from_fn(|| st.next(&mut r)).map(|(_, t)| t.as_ns()).collect();
         assert_eq!(times.len(), n as usize);
         assert!(times.windows(2).all(|w| w[0] <= w[1]));
         assert!(*times.last().unwrap() < 10 * S);
@@ -177,16 +184,16 @@ mod tests {
         let first_second = times.iter().filter(|&&t| t < S).count() as f64 / n as f64;
         assert!((first_second - 0.1).abs() < 5.0 * (0.09 / n as f64).sqrt(), "{first_second}");
         // Without a ramp, everyone starts at 0.
-        let mut herd = StartTimes::new(3, 0);
+        let mut herd = StartTimes::new(3, Span::ZERO);
         assert_eq!(
             std::iter::from_fn(|| herd.next(&mut r)).collect::<Vec<_>>(),
-            vec![(0, 0), (1, 0), (2, 0)]
+            vec![(0, Instant::ZERO), (1, Instant::ZERO), (2, Instant::ZERO)]
         );
     }
 
     #[test]
     fn stops_at_the_duration() {
-        let a = OpenArrivals::new(500.0, 2 * S, &[]);
+        let a = OpenArrivals::new(500.0, secs(2), &[]);
         let (n, last) = count(&a, 0, u64::MAX, 9);
         assert!(last < 2 * S);
         assert!((n as f64 - 1000.0).abs() < 5.0 * 31.7, "{n}");

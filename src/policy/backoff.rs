@@ -18,7 +18,7 @@
 //! no randomness draw nothing, so adding a deterministic strategy never shifts another stream.
 
 use super::uniform::{u01, uniform};
-use crate::engine::to_nanos;
+use crate::engine::Span;
 use crate::experiment::BackoffSpec;
 use rand::Rng;
 
@@ -110,9 +110,9 @@ impl Backoff {
         )
     }
 
-    /// The delay before retry `k` (k >= 1), in nanoseconds.
+    /// The delay before retry `k` (k >= 1).
     #[inline]
-    pub fn delay_ns<R: Rng + ?Sized>(&self, k: u32, state: &mut BackoffState, rng: &mut R) -> u64 {
+    pub fn delay<R: Rng + ?Sized>(&self, k: u32, state: &mut BackoffState, rng: &mut R) -> Span {
         debug_assert!(k >= 1, "retry numbers start at 1");
         let d = match *self {
             Backoff::None => 0.0,
@@ -149,7 +149,7 @@ impl Backoff {
                 exponential(base_ns, cap_ns, multiplier, k) * uniform(rng, 1.0 - p, 1.0 + p)
             }
         };
-        to_nanos(d.clamp(0.0, MAX_DELAY_NS))
+        Span::from_ns_f64(d.clamp(0.0, MAX_DELAY_NS))
     }
 }
 
@@ -199,7 +199,7 @@ mod tests {
                 // Walk the state up to retry k, as an operation would.
                 let mut d = 0;
                 for i in 1..=k {
-                    d = b.delay_ns(i, &mut st, &mut r);
+                    d = b.delay(i, &mut st, &mut r).as_ns();
                 }
                 d as f64 / MS
             })
@@ -239,16 +239,16 @@ mod tests {
         let expo3 =
             Backoff::from_spec(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 3.0 });
         for k in 1..=12u32 {
-            assert_eq!(none.delay_ns(k, &mut st, &mut r), 0);
-            assert_eq!(constant.delay_ns(k, &mut st, &mut r), 30_000_000);
-            assert_eq!(linear.delay_ns(k, &mut st, &mut r), (30_000_000 * k as u64).min(100_000_000));
+            assert_eq!(none.delay(k, &mut st, &mut r).as_ns(), 0);
+            assert_eq!(constant.delay(k, &mut st, &mut r).as_ns(), 30_000_000);
+            assert_eq!(linear.delay(k, &mut st, &mut r).as_ns(), (30_000_000 * k as u64).min(100_000_000));
             let v = (10_000_000u64 << (k - 1)).min(2_000_000_000);
-            assert_eq!(expo.delay_ns(k, &mut st, &mut r), v, "k={k}");
-            assert_eq!(expo3.delay_ns(k, &mut st, &mut r), 10_000_000 * 3u64.pow(k - 1));
+            assert_eq!(expo.delay(k, &mut st, &mut r).as_ns(), v, "k={k}");
+            assert_eq!(expo3.delay(k, &mut st, &mut r).as_ns(), 10_000_000 * 3u64.pow(k - 1));
         }
         // The first retry waits `base`, the 8th hits the cap (10ms * 2^7 = 1.28s, 2^8 > 2s).
-        assert_eq!(expo.delay_ns(1, &mut st, &mut r), 10_000_000);
-        assert_eq!(expo.delay_ns(9, &mut st, &mut r), 2_000_000_000);
+        assert_eq!(expo.delay(1, &mut st, &mut r).as_ns(), 10_000_000);
+        assert_eq!(expo.delay(9, &mut st, &mut r).as_ns(), 2_000_000_000);
     }
 
     #[test]
@@ -263,7 +263,7 @@ mod tests {
             Backoff::Exponential { base_ns: 1.0, cap_ns: 9.0, multiplier: 2.0 },
         ] {
             assert!(!b.is_random());
-            b.delay_ns(3, &mut st, &mut r);
+            b.delay(3, &mut st, &mut r).as_ns();
         }
         assert_eq!(r, untouched);
     }
@@ -279,7 +279,7 @@ mod tests {
     #[test]
     fn uncapped_exponential_saturates_instead_of_overflowing() {
         let b = Backoff::from_spec(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 2.0 });
-        let d = b.delay_ns(5000, &mut b.initial_state(), &mut rng());
+        let d = b.delay(5000, &mut b.initial_state(), &mut rng()).as_ns();
         assert_eq!(d, MAX_DELAY_NS as u64);
     }
 
@@ -317,19 +317,19 @@ mod tests {
         let mut r = rng();
         // First retry: U(base, 3 * base) since s_0 = base; mean 2 * base.
         let firsts: Vec<f64> =
-            (0..DRAWS).map(|_| b.delay_ns(1, &mut b.initial_state(), &mut r) as f64 / MS).collect();
+            (0..DRAWS).map(|_| b.delay(1, &mut b.initial_state(), &mut r).as_ns() as f64 / MS).collect();
         assert!(firsts.iter().all(|&x| (5.0..=15.0).contains(&x)));
         assert_mean(&firsts, 10.0);
         // Each delay is drawn from U(base, 3 * previous delay), capped, and becomes the state.
         let mut st = b.initial_state();
         let mut prev = 5.0 * MS;
         for k in 1..200 {
-            let d = b.delay_ns(k, &mut st, &mut r) as f64;
+            let d = b.delay(k, &mut st, &mut r).as_ns() as f64;
             assert!(
                 d >= 5.0 * MS - 0.5 && d <= (3.0 * prev).min(2000.0 * MS) + 0.5,
                 "k={k} d={d} prev={prev}"
             );
-            assert_eq!(to_nanos(st.0) as f64, d);
+            assert_eq!(Span::from_ns_f64(st.0).as_ns() as f64, d);
             prev = st.0;
         }
         // The cap is reached and then it bunches there (Polly#530), never above it.
@@ -338,7 +338,7 @@ mod tests {
         let xs: Vec<f64> = (0..DRAWS)
             .map(|_| {
                 let mut st = BackoffState(100.0 * MS);
-                b.delay_ns(2, &mut st, &mut r) as f64 / MS
+                b.delay(2, &mut st, &mut r).as_ns() as f64 / MS
             })
             .collect();
         assert_mean(&xs, (5.0 + 300.0) / 2.0);
@@ -357,13 +357,13 @@ mod tests {
             let next = 2f64.powf(t) * (4.0 * t).sqrt().tanh();
             let expected = (next - prev) / 1.4 * 100.0 * MS;
             prev = next;
-            assert_eq!(b.delay_ns(k, &mut st, &mut r), to_nanos(expected), "k={k}");
+            assert_eq!(b.delay(k, &mut st, &mut r).as_ns(), Span::from_ns_f64(expected).as_ns(), "k={k}");
         }
         // The first delay increases with t = U(0,1), so its median is the formula at t = 0.5:
         // 2^0.5 * tanh(sqrt(2)) / 1.4 * base = 0.8975 * base (Polly calls `base` "the median
         // first-retry delay": approximately so).
         let mut firsts: Vec<f64> =
-            (0..20_001).map(|_| b.delay_ns(1, &mut b.initial_state(), &mut r) as f64).collect();
+            (0..20_001).map(|_| b.delay(1, &mut b.initial_state(), &mut r).as_ns() as f64).collect();
         firsts.sort_by(f64::total_cmp);
         let median = firsts[10_000] / MS;
         let expected = 2f64.sqrt() * 2f64.sqrt().tanh() / 1.4 * 100.0;

@@ -3,7 +3,7 @@
 //! would pass -> retry after the delay.
 
 use super::{Backoff, BackoffState, Outcome, RetryOn};
-use crate::engine::Nanos;
+use crate::engine::{Instant, Span};
 use rand::Rng;
 
 /// Why an operation failed (the `failed_<reason>` columns).
@@ -58,16 +58,16 @@ pub struct RetryPolicy {
     /// Attempts per operation, the first included; `u32::MAX` = unlimited.
     pub max_attempts: u32,
     /// Per-attempt timeout; `None` = wait forever.
-    pub timeout_ns: Option<Nanos>,
+    pub timeout: Option<Span>,
     /// Operation deadline from its first attempt; `None` = none.
-    pub deadline_ns: Option<Nanos>,
+    pub deadline: Option<Span>,
 }
 
 /// What to do after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Send the next attempt after this delay.
-    Retry { delay_ns: Nanos },
+    Retry { delay: Span },
     /// The operation fails.
     Stop(FailReason),
 }
@@ -78,24 +78,24 @@ impl RetryPolicy {
             backoff: Backoff::from_spec(&s.backoff),
             retry_on: RetryOn::from_items(s.client.retry_on.as_deref()),
             max_attempts: s.client.max_attempts.unwrap_or(u32::MAX),
-            timeout_ns: s.client.timeout.map(|d| d.as_ns()),
-            deadline_ns: s.client.deadline.map(|d| d.as_ns()),
+            timeout: s.client.timeout.map(|d| d.span()),
+            deadline: s.client.deadline.map(|d| d.span()),
         }
     }
 
     /// The time at which the client stops waiting for an attempt sent at `now`: the attempt
-    /// timeout or the operation deadline, whichever comes first (`Nanos::MAX` = never).
+    /// timeout or the operation deadline, whichever comes first ([`Instant::NEVER`] = never).
     #[inline]
-    pub fn gives_up_at(&self, started: Nanos, now: Nanos) -> Nanos {
-        let t = self.timeout_ns.map_or(Nanos::MAX, |t| now.saturating_add(t));
-        let d = self.deadline_ns.map_or(Nanos::MAX, |d| started.saturating_add(d));
+    pub fn gives_up_at(&self, started: Instant, now: Instant) -> Instant {
+        let t = self.timeout.map_or(Instant::NEVER, |t| now + t);
+        let d = self.deadline.map_or(Instant::NEVER, |d| started + d);
         t.min(d)
     }
 
     /// Whether the operation's deadline has passed at `now`.
     #[inline]
-    pub fn past_deadline(&self, started: Nanos, now: Nanos) -> bool {
-        self.deadline_ns.is_some_and(|d| now >= started.saturating_add(d))
+    pub fn past_deadline(&self, started: Instant, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| now >= started + d)
     }
 
     /// Decides after attempt number `attempts` (1-based, so it is also the retry number `k` of
@@ -105,8 +105,8 @@ impl RetryPolicy {
         &self,
         outcome: Outcome,
         attempts: u32,
-        started: Nanos,
-        now: Nanos,
+        started: Instant,
+        now: Instant,
         state: &mut BackoffState,
         rng: &mut R,
     ) -> Decision {
@@ -119,13 +119,13 @@ impl RetryPolicy {
         if attempts >= self.max_attempts {
             return Decision::Stop(FailReason::Exhausted);
         }
-        let delay_ns = self.backoff.delay_ns(attempts, state, rng);
-        if let Some(d) = self.deadline_ns
-            && now.saturating_add(delay_ns) >= started.saturating_add(d)
+        let delay = self.backoff.delay(attempts, state, rng);
+        if let Some(d) = self.deadline
+            && now + delay >= started + d
         {
             return Decision::Stop(FailReason::Deadline);
         }
-        Decision::Retry { delay_ns }
+        Decision::Retry { delay }
     }
 }
 
@@ -135,42 +135,50 @@ mod tests {
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 
-    fn policy(max_attempts: u32, deadline_ns: Option<Nanos>) -> RetryPolicy {
+    fn ns(n: u64) -> Span {
+        Span::from_ns(n)
+    }
+
+    fn at(n: u64) -> Instant {
+        Instant::from_ns(n)
+    }
+
+    fn policy(max_attempts: u32, deadline: Option<u64>) -> RetryPolicy {
         RetryPolicy {
             backoff: Backoff::Constant { base_ns: 100.0 },
             retry_on: RetryOn::default(),
             max_attempts,
-            timeout_ns: Some(50),
-            deadline_ns,
+            timeout: Some(ns(50)),
+            deadline: deadline.map(ns),
         }
     }
 
-    fn decide(p: &RetryPolicy, outcome: Outcome, attempts: u32, now: Nanos) -> Decision {
+    fn decide(p: &RetryPolicy, outcome: Outcome, attempts: u32, now: u64) -> Decision {
         let mut st = p.backoff.initial_state();
-        p.after_failure(outcome, attempts, 0, now, &mut st, &mut Xoshiro256PlusPlus::seed_from_u64(1))
+        p.after_failure(outcome, attempts, at(0), at(now), &mut st, &mut Xoshiro256PlusPlus::seed_from_u64(1))
     }
 
     #[test]
     fn follows_design_order() {
         let p = policy(3, Some(1000));
-        assert_eq!(decide(&p, Outcome::Status(503), 1, 0), Decision::Retry { delay_ns: 100 });
+        assert_eq!(decide(&p, Outcome::Status(503), 1, 0), Decision::Retry { delay: ns(100) });
         assert_eq!(decide(&p, Outcome::Status(400), 1, 0), Decision::Stop(FailReason::NonRetryable));
         assert_eq!(decide(&p, Outcome::Status(503), 3, 0), Decision::Stop(FailReason::Exhausted));
         // The next attempt would start at 950 + 100 >= 1000: the deadline would pass.
         assert_eq!(decide(&p, Outcome::Status(503), 1, 950), Decision::Stop(FailReason::Deadline));
         // An attempt cut by the deadline is a deadline failure, not a timeout to retry.
         assert_eq!(decide(&p, Outcome::Timeout, 1, 1000), Decision::Stop(FailReason::Deadline));
-        assert_eq!(decide(&p, Outcome::Timeout, 1, 10), Decision::Retry { delay_ns: 100 });
+        assert_eq!(decide(&p, Outcome::Timeout, 1, 10), Decision::Retry { delay: ns(100) });
     }
 
     #[test]
     fn unlimited_attempts_and_give_up_time() {
         let p = policy(u32::MAX, None);
-        assert_eq!(decide(&p, Outcome::Status(429), 1_000_000, 0), Decision::Retry { delay_ns: 100 });
-        assert_eq!(p.gives_up_at(0, 10), 60);
+        assert_eq!(decide(&p, Outcome::Status(429), 1_000_000, 0), Decision::Retry { delay: ns(100) });
+        assert_eq!(p.gives_up_at(at(0), at(10)), at(60));
         let d = policy(3, Some(30));
-        assert_eq!(d.gives_up_at(0, 10), 30, "the deadline cuts the attempt short");
-        let forever = RetryPolicy { timeout_ns: None, ..policy(3, None) };
-        assert_eq!(forever.gives_up_at(0, 10), Nanos::MAX);
+        assert_eq!(d.gives_up_at(at(0), at(10)), at(30), "the deadline cuts the attempt short");
+        let forever = RetryPolicy { timeout: None, ..policy(3, None) };
+        assert_eq!(forever.gives_up_at(at(0), at(10)), Instant::NEVER);
     }
 }
