@@ -102,7 +102,7 @@ fn backoff_draws(c: &mut Criterion) {
 /// One run of the experiment's first point and strategy; throughput = its events.
 fn one_run<C: QueueChoice>(c: &mut Criterion, group: &str, id: &str, exp: &Experiment, samples: usize) {
     let point = &exp.points[0];
-    let seed = run_seed(exp.seed, 0, 0);
+    let seed = run_seed(exp.seed, 0);
     let events = simulate_with::<C>(&point.spec, &point.strategies[0], seed).events;
     let mut g = c.benchmark_group(group);
     g.sample_size(samples).throughput(Throughput::Elements(events));
@@ -123,7 +123,7 @@ fn herds(c: &mut Criterion) {
 fn occ_study(c: &mut Criterion) {
     let exp = load("aws-2015-jitter.toml", &[("workload.clients", "100")]);
     let point = &exp.points[0];
-    let seed = run_seed(exp.seed, 0, 0);
+    let seed = run_seed(exp.seed, 0);
     let events: u64 =
         point.strategies.iter().map(|s| simulate_with::<Calendar>(&point.spec, s, seed).events).sum();
     let mut g = c.benchmark_group("occ_100_clients");

@@ -66,7 +66,7 @@ pub fn run_with<C: QueueChoice>(exp: &Experiment, progress: &(dyn Fn(u64) + Sync
         .into_par_iter()
         .map(|(p, s, r)| {
             let point = &exp.points[p];
-            let seed = run_seed(exp.seed, p as u64, r as u64);
+            let seed = run_seed(exp.seed, r as u64);
             let metrics = simulate_with::<C>(&point.spec, &point.strategies[s], seed);
             progress(done.fetch_add(1, Ordering::Relaxed) + 1);
             RunResult { point: p, strategy: s, run: r, seed, metrics }

@@ -728,7 +728,7 @@ fn check_case(c: &Case) -> Result<(), TestCaseError> {
     let point = &exp.points[0];
     prop_assert_eq!(point.strategies.len(), c.strategies.len());
     for run in 0..exp.runs as u64 {
-        let seed = run_seed(exp.seed, 0, run);
+        let seed = run_seed(exp.seed, run);
         for (s, strategy) in c.strategies.iter().zip(&point.strategies) {
             let m = simulate(&point.spec, strategy, seed);
             check_run(c, s, &m).map_err(|e| {

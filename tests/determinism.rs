@@ -213,7 +213,7 @@ fn expected_summary_header(sweep_keys: &[&str]) -> Vec<String> {
 }
 
 /// Checks the headers, the row counts and that the `seed` column is the run's master seed,
-/// a function of (experiment seed, point, run) only.
+/// a function of (experiment seed, run) only: the same at every point (common random numbers).
 fn check_layout(
     runs: &[u8],
     summary: &[u8],
@@ -227,10 +227,9 @@ fn check_layout(
     assert_eq!(header, expected_runs_header(&[sweep_key]));
     assert_eq!(rows.len(), points * strategies * n_runs as usize);
     for (i, row) in rows.iter().enumerate() {
-        let point = (i / (strategies * n_runs as usize)) as u64;
         let run: u64 = row[2].parse().unwrap();
         assert_eq!(run, i as u64 % n_runs, "row {i}: runs are numbered 0.. within each cell");
-        assert_eq!(row[3], run_seed(seed, point, run).to_string(), "row {i}: the seed column");
+        assert_eq!(row[3], run_seed(seed, run).to_string(), "row {i}: the seed column");
     }
     let (header, rows) = table(summary);
     assert_eq!(header, expected_summary_header(&[sweep_key]));
@@ -246,20 +245,27 @@ fn queue_experiment_is_byte_identical_across_threads_and_invocations() {
     let (runs, summary) = assert_reproducible(&file, &[]);
     check_layout(&runs, &summary, "server.concurrency", 2, 7, 3, 7);
 
-    // Common random numbers: the strategy is not part of the seed, so in each (point, run)
-    // every strategy sees the same arrivals (the horizon is past the workload's end).
+    // Common random numbers: neither the strategy nor the sweep point is part of the seed, so
+    // in each run every strategy at every point sees the same arrivals (the horizon is past
+    // the workload's end, and the swept server size does not change the arrival stream).
     let (header, rows) = table(&runs);
     let ops = header.iter().position(|h| h == "ops").unwrap();
-    let mut by_run: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
+    let mut by_run: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for r in &rows {
-        by_run.entry((r[0].clone(), r[2].clone())).or_default().push(&r[ops]);
+        by_run.entry(r[2].clone()).or_default().push(&r[ops]);
     }
-    for ((point, run), ops) in by_run {
+    assert_eq!(by_run.len(), 3);
+    for (run, ops) in by_run {
+        assert_eq!(ops.len(), 14, "two points x seven strategies");
         assert!(
             ops.iter().all(|o| *o == ops[0]),
-            "point {point} run {run}: ops differ between strategies: {ops:?}"
+            "run {run}: ops differ between strategies or points: {ops:?}"
         );
     }
+    // ... and different runs draw differently.
+    let firsts: Vec<&str> =
+        rows.iter().filter(|r| r[0] == "10" && r[1] == "full-jitter").map(|r| r[ops].as_str()).collect();
+    assert!(firsts.windows(2).any(|w| w[0] != w[1]), "every run drew the same arrivals: {firsts:?}");
     // The experiment is not degenerate: retries, failures and duplicates all happen.
     let sum = |name: &str| -> f64 {
         let i = header.iter().position(|h| h == name).unwrap();

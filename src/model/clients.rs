@@ -1,5 +1,8 @@
-//! The client side shared by every server model: operations, their retry loop, the closed
-//! workload's per-client sequencing and the run's measurements.
+//! The client side shared by every server model: operations, their retry loop, the gate
+//! around every attempt, and the closed workload's per-client sequencing.
+//!
+//! The model owns the run's recorder and lends it to each call that measures something, so
+//! that what is counted, and where, is visible at the call.
 
 use super::ops::{Op, OpTable};
 use super::workload::Workload;
@@ -7,7 +10,8 @@ use crate::engine::rng::{Stream, derive};
 use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
 use crate::metrics::{RunMetrics, RunRecorder};
-use crate::policy::{Decision, Outcome, RetryPolicy};
+use crate::policy::gate::{Admit, Answered, Gate};
+use crate::policy::{Decision, FailReason, FailedAttempt, Outcome, RetryPolicy};
 use rand::SeedableRng;
 use rand_xoshiro::SplitMix64;
 
@@ -36,10 +40,21 @@ pub struct Attempt {
     pub gives_up_at: Instant,
 }
 
+/// What became of an attempt the client wanted to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// It left the client.
+    Attempt(Attempt),
+    /// The gate holds it back: try again after this wait.
+    Wait(Span),
+    /// The gate refused it: the operation failed locally.
+    Ended(Option<NextOp>),
+}
+
 pub struct Clients {
     pub ops: OpTable,
-    pub policy: RetryPolicy,
-    pub rec: RunRecorder,
+    policy: RetryPolicy,
+    gate: Gate,
     /// Root of the jitter streams; `None` when the backoff draws nothing.
     jitter_root: Option<u64>,
     /// Operations started so far (an open workload's per-operation jitter stream label).
@@ -50,7 +65,7 @@ pub struct Clients {
 }
 
 impl Clients {
-    pub fn new(workload: &Workload, policy: RetryPolicy, run_seed: u64, rec: RunRecorder) -> Clients {
+    pub fn new(workload: &Workload, policy: RetryPolicy, gate: Gate, run_seed: u64) -> Clients {
         // Streams nobody reads are not made.
         let jitter_root = policy.backoff.is_random().then(|| derive(run_seed, Stream::Jitter as u64));
         let (remaining, think, capacity) = match *workload {
@@ -62,7 +77,7 @@ impl Clients {
         Clients {
             ops: OpTable::with_capacity(capacity),
             policy,
-            rec,
+            gate,
             jitter_root,
             started: 0,
             remaining,
@@ -73,7 +88,7 @@ impl Clients {
     /// Starts an operation of `client` at `now`; returns its slot. The caller sends the first
     /// attempt with [`Clients::send`].
     #[inline]
-    pub fn start(&mut self, client: u32, now: Instant) -> u32 {
+    pub fn start(&mut self, client: u32, now: Instant, rec: &mut RunRecorder) -> u32 {
         // Each operation draws its jitter from its own stream, labelled by its client and an
         // index unique within that client: in a closed workload the number of operations the
         // client has left after this one, in an open one the arrival number. The same
@@ -90,29 +105,32 @@ impl Clients {
         let jitter = SplitMix64::seed_from_u64(
             self.jitter_root.map_or(0, |root| derive(derive(root, client as u64), index)),
         );
-        self.rec.op_started(now);
-        self.ops.insert(Op {
-            started: now,
-            client,
-            attempts: 0,
-            waiting_for: 0,
-            executions: 0,
-            refs: 0,
-            ended: false,
-            backoff: self.policy.backoff.initial_state(),
-            jitter,
-        })
+        rec.op_started(now);
+        if !self.gate.is_empty() {
+            self.gate.op_started(client, now);
+        }
+        self.ops.insert(Op::new(now, client, self.policy.backoff.initial_state(), jitter))
     }
 
-    /// Records an attempt leaving the client at `now`.
+    /// The operation wants to send its next attempt at `now`: the gate admits it (then it is
+    /// recorded as a call), holds it back, or refuses it (then the operation ends).
     #[inline]
-    pub fn send(&mut self, slot: u32, now: Instant) -> Attempt {
+    pub fn send(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Sent {
+        if !self.gate.is_empty() {
+            let op = self.ops.get(slot);
+            match self.gate.admit(op.client, now, op.attempts + 1) {
+                Admit::Send => {}
+                Admit::Wait(wait) => return Sent::Wait(wait),
+                Admit::Refuse(reason) => return Sent::Ended(self.end_failed(slot, reason, now, rec)),
+            }
+        }
         let op = self.ops.get(slot);
         op.attempts += 1;
         op.waiting_for = op.attempts;
+        op.sent_at = now;
         let a = Attempt { number: op.attempts, gives_up_at: self.policy.gives_up_at(op.started, now) };
-        self.rec.call_sent(now);
-        a
+        rec.call_sent(now);
+        Sent::Attempt(a)
     }
 
     /// Whether the client is still waiting for this attempt's answer.
@@ -122,42 +140,71 @@ impl Clients {
         !op.ended && op.waiting_for == attempt
     }
 
-    /// The operation succeeded at `now`.
+    /// The attempt the client was waiting for succeeded at `now`: the operation succeeded.
     #[inline]
-    pub fn succeed(&mut self, slot: u32, now: Instant) -> Option<NextOp> {
+    pub fn succeed(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Option<NextOp> {
+        self.tell_gate(slot, Outcome::Success, now);
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
-        self.rec.op_succeeded(started, attempts, now);
+        rec.op_succeeded(started, attempts, now);
+        if !self.gate.is_empty() {
+            self.gate.op_ended(client, true);
+        }
         self.ops.end(slot);
         self.next_op(client, now)
     }
 
-    /// The attempt the client was waiting for failed with `outcome` at `now`.
+    /// The attempt the client was waiting for failed with `outcome` at `now`: retry, or end.
     #[inline]
-    pub fn fail(&mut self, slot: u32, outcome: Outcome, now: Instant) -> AfterFailure {
+    pub fn fail(&mut self, slot: u32, outcome: Outcome, now: Instant, rec: &mut RunRecorder) -> AfterFailure {
+        self.tell_gate(slot, outcome, now);
         let op = self.ops.get(slot);
         op.waiting_for = 0;
-        match self.policy.after_failure(
-            outcome,
-            op.attempts,
-            op.started,
-            now,
-            &mut op.backoff,
-            &mut op.jitter,
-        ) {
+        let failed = FailedAttempt { outcome, attempt: op.attempts, started: op.started, now };
+        let mut controls = self.gate.client(op.client);
+        match self.policy.after_failure(&failed, &mut op.backoff, &mut controls, &mut op.jitter) {
             Decision::Retry { delay } => AfterFailure::Retry(delay),
-            Decision::Stop(reason) => {
-                let (started, client, attempts) = (op.started, op.client, op.attempts);
-                self.rec.op_failed(reason, started, attempts, now);
-                self.ops.end(slot);
-                AfterFailure::Ended(self.next_op(client, now))
-            }
+            Decision::Stop(reason) => AfterFailure::Ended(self.end_failed(slot, reason, now, rec)),
         }
     }
 
+    /// Tells the gate how the attempt the client waited for ended.
+    #[inline]
+    fn tell_gate(&mut self, slot: u32, outcome: Outcome, now: Instant) {
+        if self.gate.is_empty() {
+            return;
+        }
+        let op = self.ops.get(slot);
+        let a = Answered { now, attempt: op.attempts, outcome, latency: now.since(op.sent_at) };
+        let client = op.client;
+        self.gate.answered(client, &a);
+    }
+
+    fn end_failed(
+        &mut self,
+        slot: u32,
+        reason: FailReason,
+        now: Instant,
+        rec: &mut RunRecorder,
+    ) -> Option<NextOp> {
+        let op = self.ops.get(slot);
+        let (started, client, attempts) = (op.started, op.client, op.attempts);
+        rec.op_failed(reason, started, attempts, now);
+        if !self.gate.is_empty() {
+            self.gate.op_ended(client, false);
+        }
+        self.ops.end(slot);
+        self.next_op(client, now)
+    }
+
     /// Closes the run at the horizon: operations still pending fail as `unfinished`.
-    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
-        let mut rec = self.rec;
+    pub fn finish(
+        self,
+        mut rec: RunRecorder,
+        events: u64,
+        faults: Option<FaultSpan>,
+        horizon: Instant,
+    ) -> RunMetrics {
         for op in self.ops.pending() {
             rec.unfinished(op.started, op.attempts, horizon);
         }

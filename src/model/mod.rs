@@ -1,20 +1,20 @@
 //! The simulated system: workloads, network, servers and faults, wired to the engine's events.
 //! [`simulate`] runs one replication of one strategy at one sweep point.
 
+pub mod build;
 pub mod clients;
 pub mod dist;
-pub mod faults;
 pub mod network;
 pub mod occ_model;
 pub mod ops;
 pub mod queue_model;
+pub mod server;
 pub mod workload;
 
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
 use crate::experiment::{ExperimentSpec, ServerSpec, Strategy};
-use crate::metrics::{RunMetrics, RunRecorder};
-use crate::policy::RetryPolicy;
+use crate::metrics::RunMetrics;
 use clients::Clients;
 use network::Network;
 use workload::Workload;
@@ -62,17 +62,15 @@ pub fn simulate_with<C: QueueChoice>(
 ) -> RunMetrics {
     let workload = Workload::from_spec(&spec.workload);
     let net = Network::new(&spec.network, stream(run_seed, Stream::Network));
-    let policy = RetryPolicy::from_strategy(strategy);
+    let clients = Clients::new(
+        &workload,
+        build::retry_policy(strategy),
+        build::gate(strategy, workload.clients()),
+        run_seed,
+    );
     let horizon = crate::engine::Instant::ZERO + spec.horizon.span();
     match &spec.server {
-        ServerSpec::Queue(q) => {
-            let rec = RunRecorder::new(!q.faults.is_empty());
-            let clients = Clients::new(&workload, policy, run_seed, rec);
-            queue_model::run::<C::Queue>(q, &workload, net, clients, run_seed, horizon)
-        }
-        ServerSpec::Occ {} => {
-            let clients = Clients::new(&workload, policy, run_seed, RunRecorder::new(false));
-            occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon)
-        }
+        ServerSpec::Queue(q) => queue_model::run::<C::Queue>(q, &workload, net, clients, run_seed, horizon),
+        ServerSpec::Occ {} => occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon),
     }
 }

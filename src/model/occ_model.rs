@@ -8,12 +8,12 @@
 //! next read: it reaches the server after `backoff + one hop`, exactly as in the study's
 //! simulator (`tm + net.delay() + backoff`).
 
-use super::clients::{AfterFailure, Clients, NextOp};
+use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::network::Network;
 use super::workload::{StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
-use crate::metrics::RunMetrics;
+use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::Outcome;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -51,6 +51,7 @@ pub const CONFLICT: Outcome = Outcome::Status(409);
 
 struct OccModel {
     clients: Clients,
+    rec: RunRecorder,
     net: Network,
     version: u32,
     arrivals: Xoshiro256PlusPlus,
@@ -74,9 +75,9 @@ pub fn run<Q: EventQueue<Ev>>(
     if let Some((client, at)) = starts.next(&mut arrivals) {
         sched.schedule_at(at, Ev::FirstStart { client });
     }
-    let mut model = OccModel { clients, net, version: 0, arrivals, starts };
+    let mut model = OccModel { clients, rec: RunRecorder::new(false), net, version: 0, arrivals, starts };
     engine::run(&mut model, &mut sched, horizon);
-    model.clients.finish(sched.processed(), None, horizon)
+    model.clients.finish(model.rec, sched.processed(), None, horizon)
 }
 
 impl Model for OccModel {
@@ -103,7 +104,7 @@ impl Model for OccModel {
                 {
                     s.schedule_at(at, Ev::FirstStart { client: next });
                 }
-                let op = self.clients.start(client, now);
+                let op = self.clients.start(client, now, &mut self.rec);
                 let d = self.hop();
                 s.schedule_in(d, Ev::ReadArrive { op });
             }
@@ -112,12 +113,15 @@ impl Model for OccModel {
                 s.schedule_in(d, Ev::ReadReply { op, version: self.version });
             }
             Ev::ReadReply { op, version } => {
-                self.clients.send(op, now);
+                // One call is one write. The OCC resource takes no client-side controls
+                // (validated), so the gate always lets the write through.
+                let sent = self.clients.send(op, now, &mut self.rec);
+                debug_assert!(matches!(sent, Sent::Attempt(_)), "no controls with occ: {sent:?}");
                 let d = self.hop();
                 s.schedule_in(d, Ev::WriteArrive { op, version });
             }
             Ev::WriteArrive { op, version } => {
-                self.clients.rec.server_call();
+                self.rec.server_call();
                 let ok = version == self.version;
                 if ok {
                     self.version += 1;
@@ -127,9 +131,9 @@ impl Model for OccModel {
             }
             Ev::WriteReply { op, ok } => {
                 let next = if ok {
-                    self.clients.succeed(op, now)
+                    self.clients.succeed(op, now, &mut self.rec)
                 } else {
-                    match self.clients.fail(op, CONFLICT, now) {
+                    match self.clients.fail(op, CONFLICT, now, &mut self.rec) {
                         AfterFailure::Retry(backoff) => {
                             let d = self.hop();
                             s.schedule_in(backoff + d, Ev::ReadArrive { op });

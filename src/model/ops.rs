@@ -5,11 +5,13 @@ use crate::engine::Instant;
 use crate::policy::BackoffState;
 use rand_xoshiro::SplitMix64;
 
-/// One logical operation in flight (48 bytes: one cache line holds all an event touches).
+/// One logical operation in flight (64 bytes, one cache line: all an event touches).
 #[derive(Clone, Debug)]
 pub struct Op {
     pub started: Instant,
-    /// The client process the operation belongs to (its jitter stream).
+    /// When its latest attempt was sent.
+    pub sent_at: Instant,
+    /// The client process the operation belongs to (its jitter stream, its controls).
     pub client: u32,
     /// Attempts sent so far.
     pub attempts: u32,
@@ -21,10 +23,34 @@ pub struct Op {
     /// Events and server-held requests that still point at this slot; the slot is freed when
     /// the operation has ended and nothing points at it.
     pub refs: u32,
+    /// How many operations this slot held before this one: with the slot, the operation's
+    /// unique id ([`OpTable::id`]).
+    generation: u32,
     pub ended: bool,
     pub backoff: BackoffState,
     /// This operation's jitter stream.
     pub jitter: SplitMix64,
+}
+
+// Every event touches one operation: keep it to one cache line.
+const _: () = assert!(std::mem::size_of::<Op>() <= 64);
+
+impl Op {
+    pub fn new(started: Instant, client: u32, backoff: BackoffState, jitter: SplitMix64) -> Op {
+        Op {
+            started,
+            sent_at: started,
+            client,
+            attempts: 0,
+            waiting_for: 0,
+            executions: 0,
+            refs: 0,
+            generation: 0,
+            ended: false,
+            backoff,
+            jitter,
+        }
+    }
 }
 
 /// Slab of [`Op`]s with a free list. Slot numbers are `u32` to keep events small.
@@ -41,9 +67,10 @@ impl OpTable {
 
     /// Stores a new operation and returns its slot.
     #[inline]
-    pub fn insert(&mut self, op: Op) -> u32 {
+    pub fn insert(&mut self, mut op: Op) -> u32 {
         match self.free.pop() {
             Some(i) => {
+                op.generation = self.slots[i as usize].generation.wrapping_add(1);
                 self.slots[i as usize] = op;
                 i
             }
@@ -52,6 +79,14 @@ impl OpTable {
                 (self.slots.len() - 1) as u32
             }
         }
+    }
+
+    /// The unique id of the operation in `slot` within its run (for idempotency keys): the
+    /// slot and how many operations it held before, so ids are never reused while the event
+    /// that carries the slot stays 4 bytes.
+    #[inline]
+    pub fn id(&self, slot: u32) -> u64 {
+        ((self.slots[slot as usize].generation as u64) << 32) | slot as u64
     }
 
     #[inline]
@@ -111,17 +146,7 @@ mod tests {
     use super::*;
 
     fn op() -> Op {
-        Op {
-            started: Instant::ZERO,
-            client: 0,
-            attempts: 0,
-            waiting_for: 0,
-            executions: 0,
-            refs: 0,
-            ended: false,
-            backoff: BackoffState::default(),
-            jitter: rand::SeedableRng::seed_from_u64(0),
-        }
+        Op::new(Instant::ZERO, 0, BackoffState::default(), rand::SeedableRng::seed_from_u64(0))
     }
 
     #[test]
@@ -138,5 +163,20 @@ mod tests {
         assert_eq!(t.pending().count(), 2);
         t.end(b);
         assert_eq!(t.pending().count(), 1);
+    }
+
+    #[test]
+    fn ids_are_unique_across_slot_reuse() {
+        let mut t = OpTable::default();
+        let mut ids = Vec::new();
+        for _ in 0..100 {
+            let s = t.insert(op());
+            ids.push(t.id(s));
+            t.end(s);
+        }
+        assert_eq!(t.slots.len(), 1, "one slot, reused");
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 100);
     }
 }

@@ -1,23 +1,22 @@
-//! Clients calling a `queue` server (DESIGN §3.3): `concurrency` workers, a bounded FIFO wait
-//! queue, rejections, error answers, faults, attempt timeouts and lost messages.
+//! Clients calling a `queue` server (DESIGN §3.3), wired to events.
 //!
-//! The life of an attempt: `Send` (client) -> request hop -> `Arrive` (server: answered at once,
-//! queued, or started) -> `Done` (worker) -> response hop -> `Answer` (client); a `Timeout`
-//! races the answer. A hop of zero latency is delivered at once, without an event.
+//! The life of an attempt: `Send` (client; the gate may hold it back or refuse it) -> request
+//! hop -> `Arrive` (the server's admission pipeline answers it at once, queues it, or starts
+//! it) -> `Done` (worker) -> response hop -> `Answer` (client); a `Timeout` races the answer.
+//! A hop of zero latency is delivered at once, without an event.
 
-use super::clients::{AfterFailure, Attempt, Clients, NextOp};
-use super::dist::Dist;
-use super::faults::{Faults, OutageAnswer};
+use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::network::Network;
+use super::server::workers::Next;
+use super::server::{Arrival, Request, Server};
 use super::workload::{OpenArrivals, StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::experiment::QueueServerSpec;
-use crate::metrics::RunMetrics;
+use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::Outcome;
 use crate::policy::uniform::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
 
 /// The events of the queue model: small and `Copy` (24 bytes).
 #[derive(Clone, Copy, Debug)]
@@ -29,7 +28,7 @@ pub enum Ev {
     FirstStart { client: u32 },
     /// A closed-workload client starts its next operation.
     ClientStart { client: u32 },
-    /// A backoff ended: the operation sends its next attempt.
+    /// A backoff (or a wait the gate imposed) ended: the operation sends its next attempt.
     Send { op: u32 },
     /// A request reaches the server; its client stops waiting at `gives_up_at`.
     Arrive { op: u32, attempt: u32, gives_up_at: Instant },
@@ -46,40 +45,10 @@ pub enum Ev {
 // Events are copied in and out of the queue millions of times a second: keep them small.
 const _: () = assert!(std::mem::size_of::<Ev>() == 24);
 
-/// A request held by the server.
-#[derive(Clone, Copy, Debug)]
-struct Request {
-    op: u32,
-    attempt: u32,
-    /// When its client stops waiting: work after that is wasted; `drop_expired` drops it.
-    gives_up_at: Instant,
-    /// The answer once the work is done: success, or an `after_effect` error drawn at arrival.
-    answer: Outcome,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct InService {
-    req: Request,
-    started: Instant,
-}
-
-struct Server {
-    concurrency: u32,
-    service: Dist,
-    queue_cap: usize,
-    reject: Outcome,
-    drop_expired: bool,
-    busy: u32,
-    waiting: VecDeque<Request>,
-    workers: Vec<InService>,
-    idle: Vec<u32>,
-    faults: Faults,
-    service_rng: Xoshiro256PlusPlus,
-}
-
 struct QueueModel {
     clients: Clients,
     server: Server,
+    rec: RunRecorder,
     net: Network,
     instant_net: bool,
     arrivals_rng: Xoshiro256PlusPlus,
@@ -97,35 +66,16 @@ pub fn run<Q: EventQueue<Ev>>(
     run_seed: u64,
     horizon: Instant,
 ) -> RunMetrics {
-    let faults = Faults::new(&spec.faults, &spec.errors, stream(run_seed, Stream::Faults));
-    let fault_span = faults.span(horizon);
+    let server = Server::new(spec, run_seed);
+    let fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
-    for at in faults.capacity_restorations() {
+    for at in server.capacity_restorations() {
         sched.schedule_at(at, Ev::CapacityRestored);
     }
-    let n = spec.concurrency as usize;
     let mut model = QueueModel {
         clients,
-        server: Server {
-            concurrency: spec.concurrency,
-            service: Dist::from_spec(&spec.service_time),
-            queue_cap: spec.queue.map_or(usize::MAX, |q| q as usize),
-            reject: Outcome::Status(spec.reject_status),
-            drop_expired: spec.drop_expired,
-            busy: 0,
-            waiting: VecDeque::new(),
-            workers: vec![
-                InService {
-                    req: Request { op: 0, attempt: 0, gives_up_at: Instant::ZERO, answer: Outcome::Success },
-                    started: Instant::ZERO
-                };
-                n
-            ],
-            // Popped from the back: worker 0 first.
-            idle: (0..spec.concurrency).rev().collect(),
-            faults,
-            service_rng: stream(run_seed, Stream::Service),
-        },
+        server,
+        rec: RunRecorder::new(fault_span.is_some()),
         instant_net: net.is_instant(),
         net,
         arrivals_rng: stream(run_seed, Stream::Arrivals),
@@ -148,7 +98,7 @@ pub fn run<Q: EventQueue<Ev>>(
         }
     }
     engine::run(&mut model, &mut sched, horizon);
-    model.clients.finish(sched.processed(), fault_span, horizon)
+    model.clients.finish(model.rec, sched.processed(), fault_span, horizon)
 }
 
 impl Model for QueueModel {
@@ -161,7 +111,7 @@ impl Model for QueueModel {
             Ev::Send { op } | Ev::Arrive { op, .. } | Ev::Answer { op, .. } | Ev::Timeout { op, .. } => {
                 self.clients.ops.prefetch(op)
             }
-            Ev::Done { worker } => self.clients.ops.prefetch(self.server.workers[worker as usize].req.op),
+            Ev::Done { worker } => self.clients.ops.prefetch(self.server.serving(worker).op),
             _ => {}
         }
     }
@@ -175,7 +125,7 @@ impl Model for QueueModel {
                 if let Some(t) = arrivals.next_after(now, &mut self.arrivals_rng) {
                     s.schedule_at(t, Ev::OpenArrival);
                 }
-                let op = self.clients.start(client, now);
+                let op = self.clients.start(client, now, &mut self.rec);
                 self.send(op, s);
             }
             Ev::FirstStart { client } | Ev::ClientStart { client } => {
@@ -184,11 +134,11 @@ impl Model for QueueModel {
                 {
                     s.schedule_at(at, Ev::FirstStart { client: next });
                 }
-                let op = self.clients.start(client, now);
+                let op = self.clients.start(client, now, &mut self.rec);
                 self.send(op, s);
             }
             Ev::Send { op } => self.send(op, s),
-            Ev::Arrive { op, attempt, gives_up_at } => self.arrive(op, attempt, gives_up_at, s),
+            Ev::Arrive { op, attempt, gives_up_at } => self.arrive(Request::new(op, attempt, gives_up_at), s),
             Ev::Done { worker } => self.done(worker, s),
             Ev::Answer { op, attempt, outcome } => {
                 self.answer(op, attempt, outcome, s);
@@ -205,116 +155,66 @@ impl Model for QueueModel {
     }
 }
 
-impl Server {
-    /// Workers usable now (capacity faults lower it).
-    #[inline]
-    fn capacity(&self, now: Instant) -> u32 {
-        if self.faults.is_empty() { self.concurrency } else { self.faults.capacity(now, self.concurrency) }
-    }
-}
-
 impl QueueModel {
-    /// Sends the operation's next attempt now: timeout timer, then the request hop.
+    /// The operation sends its next attempt now (if the gate lets it): timeout timer, then
+    /// the request hop.
     fn send<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
-        let Attempt { number: attempt, gives_up_at } = self.clients.send(op, s.now());
-        if !gives_up_at.is_never() {
+        let attempt = match self.clients.send(op, s.now(), &mut self.rec) {
+            Sent::Attempt(a) => a,
+            Sent::Wait(wait) => return s.schedule_in(wait, Ev::Send { op }),
+            Sent::Ended(next) => return self.next_op(next, s),
+        };
+        if !attempt.gives_up_at.is_never() {
             self.clients.ops.get(op).refs += 1;
-            s.schedule_at(gives_up_at, Ev::Timeout { op, attempt });
+            s.schedule_at(attempt.gives_up_at, Ev::Timeout { op, attempt: attempt.number });
         }
         let Some(delay) = self.net.request() else { return };
         // The request holds a reference on its operation until its answer is handled.
         self.clients.ops.get(op).refs += 1;
+        let req = Request::new(op, attempt.number, attempt.gives_up_at);
         if self.instant_net {
-            self.arrive(op, attempt, gives_up_at, s);
+            self.arrive(req, s);
         } else {
-            s.schedule_in(delay, Ev::Arrive { op, attempt, gives_up_at });
+            s.schedule_in(
+                delay,
+                Ev::Arrive { op, attempt: attempt.number, gives_up_at: attempt.gives_up_at },
+            );
         }
     }
 
-    /// A request reaches the server: an outage or error answers it at once; otherwise it
-    /// starts on an idle worker, waits in the queue, or is rejected because the queue is full.
-    fn arrive<Q: EventQueue<Ev>>(
-        &mut self,
-        op: u32,
-        attempt: u32,
-        gives_up_at: Instant,
-        s: &mut Scheduler<Ev, Q>,
-    ) {
-        let now = s.now();
-        self.clients.rec.server_call();
-        let mut req = Request { op, attempt, gives_up_at, answer: Outcome::Success };
-        let srv = &mut self.server;
-        if !srv.faults.is_empty() {
-            match srv.faults.outage(now) {
-                Some(OutageAnswer::Silence) => return self.clients.ops.release(op),
-                Some(OutageAnswer::Answer(o)) => return self.respond(req, o, s),
-                None => {}
-            }
-            if let Some(e) = srv.faults.error(now) {
-                if !e.after_effect {
-                    return self.respond(req, Outcome::Status(e.status), s);
-                }
-                req.answer = Outcome::Status(e.status);
-            }
+    /// A request reaches the server and passes its admission pipeline.
+    fn arrive<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
+        self.rec.server_call();
+        match self.server.arrive(req, s.now()) {
+            Arrival::Answered(o) => self.respond(req, o, s),
+            Arrival::Silenced => self.clients.ops.release(req.op),
+            Arrival::Started { worker, service } => s.schedule_in(service, Ev::Done { worker }),
+            Arrival::Queued => {}
         }
-        let srv = &mut self.server;
-        if srv.busy < srv.capacity(now) {
-            self.start(req, s);
-        } else if srv.waiting.len() < srv.queue_cap {
-            srv.waiting.push_back(req);
-        } else {
-            let reject = srv.reject;
-            self.respond(req, reject, s);
-        }
-    }
-
-    /// Starts serving `req` on an idle worker.
-    #[inline]
-    fn start<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
-        let now = s.now();
-        let srv = &mut self.server;
-        let worker = srv.idle.pop().expect("busy < capacity <= concurrency, so a worker is idle");
-        srv.busy += 1;
-        srv.workers[worker as usize] = InService { req, started: now };
-        let mut service = srv.service.sample(&mut srv.service_rng);
-        if !srv.faults.is_empty() {
-            let f = srv.faults.slowdown(now);
-            if f != 1.0 {
-                service = service.mul_f64(f);
-            }
-        }
-        s.schedule_in(service, Ev::Done { worker });
     }
 
     /// A worker finished: the side effect happens, the answer goes back, and the next waiting
     /// request starts.
     fn done<Q: EventQueue<Ev>>(&mut self, worker: u32, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
-        let InService { req, started } = self.server.workers[worker as usize];
-        self.server.busy -= 1;
-        self.server.idle.push(worker);
+        let (req, started) = self.server.done(worker);
         let op = self.clients.ops.get(req.op);
         op.executions += 1;
-        let executions = op.executions;
-        self.clients.rec.side_effect(executions);
+        self.rec.side_effect(op.executions);
         if req.gives_up_at < now {
-            self.clients.rec.wasted(now.since(started.max(req.gives_up_at)));
+            self.rec.wasted(now.since(started.max(req.gives_up_at)));
         }
         self.respond(req, req.answer, s);
         self.start_waiting(s);
     }
 
-    /// Starts waiting requests while workers are free; with `drop_expired`, requests whose
-    /// client has given up are dropped unserved.
+    /// Starts waiting requests while workers are free.
     fn start_waiting<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
-        let now = s.now();
-        while self.server.busy < self.server.capacity(now) {
-            let Some(req) = self.server.waiting.pop_front() else { return };
-            if self.server.drop_expired && req.gives_up_at <= now {
-                self.clients.ops.release(req.op);
-                continue;
+        while let Some(next) = self.server.next_waiting(s.now()) {
+            match next {
+                Next::Started { worker, service } => s.schedule_in(service, Ev::Done { worker }),
+                Next::Dropped(req) => self.clients.ops.release(req.op),
             }
-            self.start(req, s);
         }
     }
 
@@ -345,7 +245,7 @@ impl QueueModel {
             return;
         }
         if outcome == Outcome::Success {
-            let next = self.clients.succeed(op, s.now());
+            let next = self.clients.succeed(op, s.now(), &mut self.rec);
             self.next_op(next, s);
         } else {
             self.failed(op, outcome, s);
@@ -354,7 +254,7 @@ impl QueueModel {
 
     /// The attempt the client was waiting for failed: retry after the backoff, or end.
     fn failed<Q: EventQueue<Ev>>(&mut self, op: u32, outcome: Outcome, s: &mut Scheduler<Ev, Q>) {
-        match self.clients.fail(op, outcome, s.now()) {
+        match self.clients.fail(op, outcome, s.now(), &mut self.rec) {
             AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::Send { op }),
             AfterFailure::Ended(next) => self.next_op(next, s),
         }

@@ -19,7 +19,6 @@
 
 use super::uniform::{u01, uniform};
 use crate::engine::Span;
-use crate::experiment::BackoffSpec;
 use rand::Rng;
 
 /// The longest delay a backoff returns (100 years): an uncapped exponential overflows `f64`
@@ -54,44 +53,6 @@ const POLLY_P_FACTOR: f64 = 4.0;
 const POLLY_RP_SCALING: f64 = 1.0 / 1.4;
 
 impl Backoff {
-    pub fn from_spec(spec: &BackoffSpec) -> Backoff {
-        let ns = |d: crate::experiment::Duration| d.as_ns() as f64;
-        let cap =
-            |c: &Option<crate::experiment::Duration>| c.map_or(MAX_DELAY_NS, |c| ns(c).min(MAX_DELAY_NS));
-        match spec {
-            BackoffSpec::None {} => Backoff::None,
-            BackoffSpec::Constant { base } => Backoff::Constant { base_ns: ns(*base) },
-            BackoffSpec::Linear { base, cap: c } => Backoff::Linear { base_ns: ns(*base), cap_ns: cap(c) },
-            BackoffSpec::Exponential { base, cap: c, multiplier } => {
-                Backoff::Exponential { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
-            }
-            BackoffSpec::FullJitter { base, cap: c, multiplier } => {
-                Backoff::FullJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
-            }
-            BackoffSpec::EqualJitter { base, cap: c, multiplier } => {
-                Backoff::EqualJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
-            }
-            BackoffSpec::DecorrelatedJitter { base, cap: c } => {
-                Backoff::DecorrelatedJitter { base_ns: ns(*base), cap_ns: cap(c) }
-            }
-            BackoffSpec::DecorrelatedJitterV2 { base, cap: c } => {
-                Backoff::DecorrelatedJitterV2 { base_ns: ns(*base), cap_ns: cap(c) }
-            }
-            BackoffSpec::AdditiveJitter { base, cap: c, multiplier, jitter } => Backoff::AdditiveJitter {
-                base_ns: ns(*base),
-                cap_ns: cap(c),
-                multiplier: *multiplier,
-                jitter_ns: ns(*jitter),
-            },
-            BackoffSpec::ProportionalJitter { base, cap: c, multiplier, p } => Backoff::ProportionalJitter {
-                base_ns: ns(*base),
-                cap_ns: cap(c),
-                multiplier: *multiplier,
-                p: *p,
-            },
-        }
-    }
-
     /// The state an operation starts with.
     pub fn initial_state(&self) -> BackoffState {
         match *self {
@@ -175,7 +136,6 @@ fn exponential(base_ns: f64, cap_ns: f64, multiplier: f64, k: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::Duration;
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -186,9 +146,12 @@ mod tests {
         Xoshiro256PlusPlus::seed_from_u64(0xB0FF)
     }
 
-    fn ms(v: u64) -> Duration {
-        Duration(v * 1_000_000)
+    /// `v` milliseconds in ns.
+    fn ms(v: u64) -> f64 {
+        v as f64 * MS
     }
+
+    const UNCAPPED: f64 = MAX_DELAY_NS;
 
     /// Draws `DRAWS` delays for retry `k` (fresh state each time) and returns them in ms.
     fn sample(b: &Backoff, k: u32) -> Vec<f64> {
@@ -221,7 +184,7 @@ mod tests {
     }
 
     fn spec_fj(base: u64, cap: u64) -> Backoff {
-        Backoff::from_spec(&BackoffSpec::FullJitter { base: ms(base), cap: Some(ms(cap)), multiplier: 2.0 })
+        Backoff::FullJitter { base_ns: ms(base), cap_ns: ms(cap), multiplier: 2.0 }
     }
 
     #[test]
@@ -229,15 +192,10 @@ mod tests {
         let mut r = rng();
         let mut st = BackoffState(0.0);
         let none = Backoff::None;
-        let constant = Backoff::from_spec(&BackoffSpec::Constant { base: ms(30) });
-        let linear = Backoff::from_spec(&BackoffSpec::Linear { base: ms(30), cap: Some(ms(100)) });
-        let expo = Backoff::from_spec(&BackoffSpec::Exponential {
-            base: ms(10),
-            cap: Some(ms(2000)),
-            multiplier: 2.0,
-        });
-        let expo3 =
-            Backoff::from_spec(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 3.0 });
+        let constant = Backoff::Constant { base_ns: ms(30) };
+        let linear = Backoff::Linear { base_ns: ms(30), cap_ns: ms(100) };
+        let expo = Backoff::Exponential { base_ns: ms(10), cap_ns: ms(2000), multiplier: 2.0 };
+        let expo3 = Backoff::Exponential { base_ns: ms(10), cap_ns: UNCAPPED, multiplier: 3.0 };
         for k in 1..=12u32 {
             assert_eq!(none.delay(k, &mut st, &mut r).as_ns(), 0);
             assert_eq!(constant.delay(k, &mut st, &mut r).as_ns(), 30_000_000);
@@ -278,7 +236,7 @@ mod tests {
 
     #[test]
     fn uncapped_exponential_saturates_instead_of_overflowing() {
-        let b = Backoff::from_spec(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 2.0 });
+        let b = Backoff::Exponential { base_ns: ms(10), cap_ns: UNCAPPED, multiplier: 2.0 };
         let d = b.delay(5000, &mut b.initial_state(), &mut rng()).as_ns();
         assert_eq!(d, MAX_DELAY_NS as u64);
     }
@@ -299,11 +257,7 @@ mod tests {
 
     #[test]
     fn equal_jitter_lies_in_the_upper_half() {
-        let b = Backoff::from_spec(&BackoffSpec::EqualJitter {
-            base: ms(10),
-            cap: Some(ms(2000)),
-            multiplier: 2.0,
-        });
+        let b = Backoff::EqualJitter { base_ns: ms(10), cap_ns: ms(2000), multiplier: 2.0 };
         for (k, v) in [(1u32, 10.0), (4, 80.0), (12, 2000.0)] {
             let xs = sample(&b, k);
             assert!(xs.iter().all(|&x| (v / 2.0..=v).contains(&x)), "k={k}");
@@ -313,7 +267,7 @@ mod tests {
 
     #[test]
     fn decorrelated_jitter_follows_its_state() {
-        let b = Backoff::from_spec(&BackoffSpec::DecorrelatedJitter { base: ms(5), cap: Some(ms(2000)) });
+        let b = Backoff::DecorrelatedJitter { base_ns: ms(5), cap_ns: ms(2000) };
         let mut r = rng();
         // First retry: U(base, 3 * base) since s_0 = base; mean 2 * base.
         let firsts: Vec<f64> =
@@ -346,7 +300,7 @@ mod tests {
 
     #[test]
     fn decorrelated_v2_matches_pollys_formula() {
-        let b = Backoff::from_spec(&BackoffSpec::DecorrelatedJitterV2 { base: ms(100), cap: None });
+        let b = Backoff::DecorrelatedJitterV2 { base_ns: ms(100), cap_ns: UNCAPPED };
         // Hand-computed from Polly's formula with a known uniform draw sequence.
         let mut r = rng();
         let mut check = rng();
@@ -371,8 +325,7 @@ mod tests {
         // about 92 ms per unit of t, so the sd is about 0.33 ms: 2 ms is 6 sd.
         assert!((median - expected).abs() < 2.0, "median first delay {median} ms vs {expected}");
         // Always non-negative, and the cap bounds it.
-        let capped =
-            Backoff::from_spec(&BackoffSpec::DecorrelatedJitterV2 { base: ms(100), cap: Some(ms(1000)) });
+        let capped = Backoff::DecorrelatedJitterV2 { base_ns: ms(100), cap_ns: ms(1000) };
         for x in sample(&capped, 10) {
             assert!((0.0..=1000.0).contains(&x));
         }
@@ -380,24 +333,20 @@ mod tests {
 
     #[test]
     fn additive_and_proportional_jitter() {
-        let add = Backoff::from_spec(&BackoffSpec::AdditiveJitter {
-            base: ms(100),
-            cap: Some(ms(1000)),
+        let add = Backoff::AdditiveJitter {
+            base_ns: ms(100),
+            cap_ns: ms(1000),
             multiplier: 2.0,
-            jitter: ms(50),
-        });
+            jitter_ns: ms(50),
+        };
         let xs = sample(&add, 2);
         assert!(xs.iter().all(|&x| (200.0..=250.0).contains(&x)));
         assert_mean(&xs, 225.0);
         // The cap applies after the jitter.
         assert!(sample(&add, 5).iter().all(|&x| x == 1000.0));
 
-        let grpc = Backoff::from_spec(&BackoffSpec::ProportionalJitter {
-            base: ms(100),
-            cap: Some(ms(1000)),
-            multiplier: 2.0,
-            p: 0.2,
-        });
+        let grpc =
+            Backoff::ProportionalJitter { base_ns: ms(100), cap_ns: ms(1000), multiplier: 2.0, p: 0.2 };
         let xs = sample(&grpc, 3);
         assert!(xs.iter().all(|&x| (320.0..=480.0).contains(&x)));
         assert_mean(&xs, 400.0);

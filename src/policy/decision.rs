@@ -1,6 +1,17 @@
-//! The retry loop's decision after a failed attempt (DESIGN §4): classify -> stop if not
-//! retryable -> stop if attempts are used up -> delay from the backoff -> stop if the deadline
-//! would pass -> retry after the delay.
+//! The retry loop's decision after a failed attempt (DESIGN §4), in this order:
+//!
+//! 1. an attempt cut short by the operation's deadline ends it (`deadline`);
+//! 2. an outcome not in `retry_on` ends it (`non_retryable`);
+//! 3. `max_attempts` used up ends it (`exhausted`);
+//! 4. the delay is drawn from the backoff;
+//! 5. a retry that could not start before the deadline ends it (`deadline`);
+//! 6. the client's controls (budgets, breakers: [`RetryPermission`]) may refuse the retry
+//!    (`budget`, `breaker`, ...);
+//! 7. otherwise: retry after the delay.
+//!
+//! The delay is drawn before the controls are asked so that a control never takes a token for
+//! a retry that the deadline then forbids. The decision reads one small struct,
+//! [`FailedAttempt`], so that new inputs do not grow its parameter list.
 
 use super::{Backoff, BackoffState, Outcome, RetryOn};
 use crate::engine::{Instant, Span};
@@ -72,17 +83,31 @@ pub enum Decision {
     Stop(FailReason),
 }
 
-impl RetryPolicy {
-    pub fn from_strategy(s: &crate::experiment::Strategy) -> RetryPolicy {
-        RetryPolicy {
-            backoff: Backoff::from_spec(&s.backoff),
-            retry_on: RetryOn::from_items(s.client.retry_on.as_deref()),
-            max_attempts: s.client.max_attempts.unwrap_or(u32::MAX),
-            timeout: s.client.timeout.map(|d| d.span()),
-            deadline: s.client.deadline.map(|d| d.span()),
-        }
-    }
+/// What the decision needs to know about the attempt that just failed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FailedAttempt {
+    pub outcome: Outcome,
+    /// 1-based number of the attempt that failed; also `k`, the number of the next retry.
+    pub attempt: u32,
+    /// When the operation's first attempt was sent.
+    pub started: Instant,
+    pub now: Instant,
+}
 
+/// The client-side controls' say on a retry (step 6). `()` permits every retry: no controls.
+pub trait RetryPermission {
+    /// May the operation retry after `failed`? An error is the reason it may not.
+    fn permit_retry(&mut self, failed: &FailedAttempt) -> Result<(), FailReason>;
+}
+
+impl RetryPermission for () {
+    #[inline]
+    fn permit_retry(&mut self, _: &FailedAttempt) -> Result<(), FailReason> {
+        Ok(())
+    }
+}
+
+impl RetryPolicy {
     /// The time at which the client stops waiting for an attempt sent at `now`: the attempt
     /// timeout or the operation deadline, whichever comes first ([`Instant::NEVER`] = never).
     #[inline]
@@ -98,32 +123,34 @@ impl RetryPolicy {
         self.deadline.is_some_and(|d| now >= started + d)
     }
 
-    /// Decides after attempt number `attempts` (1-based, so it is also the retry number `k` of
-    /// the next retry) failed with `outcome` at `now`.
+    /// Decides what follows `failed` (see the module docs for the order). `state` is the
+    /// operation's backoff memory, `rng` its jitter stream.
     #[inline]
-    pub fn after_failure<R: Rng + ?Sized>(
+    pub fn after_failure<P: RetryPermission + ?Sized, R: Rng + ?Sized>(
         &self,
-        outcome: Outcome,
-        attempts: u32,
-        started: Instant,
-        now: Instant,
+        failed: &FailedAttempt,
         state: &mut BackoffState,
+        controls: &mut P,
         rng: &mut R,
     ) -> Decision {
+        let FailedAttempt { outcome, attempt, started, now } = *failed;
         if outcome == Outcome::Timeout && self.past_deadline(started, now) {
             return Decision::Stop(FailReason::Deadline);
         }
         if !self.retry_on.retries(outcome) {
             return Decision::Stop(FailReason::NonRetryable);
         }
-        if attempts >= self.max_attempts {
+        if attempt >= self.max_attempts {
             return Decision::Stop(FailReason::Exhausted);
         }
-        let delay = self.backoff.delay(attempts, state, rng);
+        let delay = self.backoff.delay(attempt, state, rng);
         if let Some(d) = self.deadline
             && now + delay >= started + d
         {
             return Decision::Stop(FailReason::Deadline);
+        }
+        if let Err(reason) = controls.permit_retry(failed) {
+            return Decision::Stop(reason);
         }
         Decision::Retry { delay }
     }
@@ -153,9 +180,17 @@ mod tests {
         }
     }
 
-    fn decide(p: &RetryPolicy, outcome: Outcome, attempts: u32, now: u64) -> Decision {
+    fn failed(outcome: Outcome, attempt: u32, now: u64) -> FailedAttempt {
+        FailedAttempt { outcome, attempt, started: at(0), now: at(now) }
+    }
+
+    fn decide_with(p: &RetryPolicy, f: FailedAttempt, controls: &mut impl RetryPermission) -> Decision {
         let mut st = p.backoff.initial_state();
-        p.after_failure(outcome, attempts, at(0), at(now), &mut st, &mut Xoshiro256PlusPlus::seed_from_u64(1))
+        p.after_failure(&f, &mut st, controls, &mut Xoshiro256PlusPlus::seed_from_u64(1))
+    }
+
+    fn decide(p: &RetryPolicy, outcome: Outcome, attempt: u32, now: u64) -> Decision {
+        decide_with(p, failed(outcome, attempt, now), &mut ())
     }
 
     #[test]
@@ -169,6 +204,34 @@ mod tests {
         // An attempt cut by the deadline is a deadline failure, not a timeout to retry.
         assert_eq!(decide(&p, Outcome::Timeout, 1, 1000), Decision::Stop(FailReason::Deadline));
         assert_eq!(decide(&p, Outcome::Timeout, 1, 10), Decision::Retry { delay: ns(100) });
+    }
+
+    /// Counts the questions and refuses with a given reason.
+    struct Refuse(FailReason, u32);
+    impl RetryPermission for Refuse {
+        fn permit_retry(&mut self, _: &FailedAttempt) -> Result<(), FailReason> {
+            self.1 += 1;
+            Err(self.0)
+        }
+    }
+
+    #[test]
+    fn controls_are_asked_last() {
+        let p = policy(3, Some(1000));
+        let mut budget = Refuse(FailReason::Budget, 0);
+        let retryable = failed(Outcome::Status(503), 1, 0);
+        assert_eq!(decide_with(&p, retryable, &mut budget), Decision::Stop(FailReason::Budget));
+        assert_eq!(budget.1, 1);
+        // Not asked when the operation ends anyway: no token is taken for a retry that the
+        // attempt limit, the classification or the deadline forbids.
+        for f in [
+            failed(Outcome::Status(400), 1, 0),
+            failed(Outcome::Status(503), 3, 0),
+            failed(Outcome::Status(503), 1, 950),
+        ] {
+            assert_ne!(decide_with(&p, f, &mut budget), Decision::Stop(FailReason::Budget));
+        }
+        assert_eq!(budget.1, 1);
     }
 
     #[test]

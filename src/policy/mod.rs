@@ -3,9 +3,10 @@
 
 pub mod backoff;
 pub mod decision;
+pub mod gate;
 pub mod retry_on;
 pub mod uniform;
 
 pub use backoff::{Backoff, BackoffState};
-pub use decision::{Decision, FailReason, RetryPolicy};
+pub use decision::{Decision, FailReason, FailedAttempt, RetryPermission, RetryPolicy};
 pub use retry_on::{Outcome, RetryOn};

@@ -1,7 +1,5 @@
 //! Retry classification (DESIGN §3.5): which outcomes a client retries.
 
-use crate::experiment::{NamedFailure, RetryOnItem};
-
 /// What a client sees at the end of one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -46,15 +44,16 @@ impl RetryOn {
         RetryOn { statuses: [0; 4], timeout: false, connection_error: false }
     }
 
-    /// From `retry_on` (validated: statuses in 400..=599), or the defaults when absent.
-    pub fn from_items(items: Option<&[RetryOnItem]>) -> RetryOn {
-        let Some(items) = items else { return RetryOn::default() };
+    /// Exactly these failures: statuses (400..=599; others are ignored), timeouts and
+    /// connection errors.
+    pub fn of(failures: impl IntoIterator<Item = Outcome>) -> RetryOn {
         let mut r = RetryOn::none();
-        for item in items {
-            match *item {
-                RetryOnItem::Status(s) => r.add_status(s),
-                RetryOnItem::Named(NamedFailure::Timeout) => r.timeout = true,
-                RetryOnItem::Named(NamedFailure::ConnectionError) => r.connection_error = true,
+        for f in failures {
+            match f {
+                Outcome::Status(s) => r.add_status(s),
+                Outcome::Timeout => r.timeout = true,
+                Outcome::ConnectionError => r.connection_error = true,
+                Outcome::Success => {}
             }
         }
         r
@@ -103,15 +102,14 @@ mod tests {
 
     #[test]
     fn explicit_list_replaces_defaults() {
-        let r =
-            RetryOn::from_items(Some(&[RetryOnItem::Status(500), RetryOnItem::Named(NamedFailure::Timeout)]));
+        let r = RetryOn::of([Outcome::Status(500), Outcome::Timeout]);
         assert!(r.retries(Outcome::Status(500)));
         assert!(!r.retries(Outcome::Status(503)));
         assert!(r.retries(Outcome::Timeout));
         assert!(!r.retries(Outcome::ConnectionError));
         // Every bit is independent, across the word boundaries of the bitset.
         for s in 400..=599u16 {
-            let one = RetryOn::from_items(Some(&[RetryOnItem::Status(s)]));
+            let one = RetryOn::of([Outcome::Status(s)]);
             for t in 400..=599u16 {
                 assert_eq!(one.retries(Outcome::Status(t)), s == t);
             }

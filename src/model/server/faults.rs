@@ -1,4 +1,6 @@
-//! Server faults (DESIGN §3.4) and background errors, as functions of simulated time.
+//! Server faults (DESIGN §3.4) and background errors, as functions of simulated time: the
+//! first stage of the admission pipeline ([`Faults::admit`]), and the capacity and service
+//! time factors the workers ask for.
 
 use crate::engine::Instant;
 use crate::experiment::{ErrorSpec, FaultSpec, FaultStatus, NamedFailure};
@@ -6,6 +8,8 @@ use crate::metrics::recovery::FaultSpan;
 use crate::policy::Outcome;
 use crate::policy::uniform::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::{Admission, Request};
 
 /// An error answer chosen for a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +65,28 @@ impl Faults {
 
     pub fn is_empty(&self) -> bool {
         self.faults.is_empty() && self.background.is_empty()
+    }
+
+    /// The stage: an active outage answers the request at once (or never); an error, drawn
+    /// from the active `errors` fault or else the background errors, answers it without the
+    /// work, or, with `after_effect`, marks it to be served and then answered with the error.
+    #[inline]
+    pub fn admit(&mut self, now: Instant, req: &mut Request) -> Admission {
+        if self.is_empty() {
+            return Admission::Continue;
+        }
+        match self.outage(now) {
+            Some(OutageAnswer::Silence) => return Admission::Silence,
+            Some(OutageAnswer::Answer(o)) => return Admission::Answer(o),
+            None => {}
+        }
+        if let Some(e) = self.error(now) {
+            if !e.after_effect {
+                return Admission::Answer(Outcome::Status(e.status));
+            }
+            req.answer = Outcome::Status(e.status);
+        }
+        Admission::Continue
     }
 
     /// The span of the faults that start before `horizon` (`None` without any): the recovery

@@ -1,0 +1,85 @@
+//! From the file's types to the policy's: the one place where experiment specs become the
+//! plain parameters of [`crate::policy`] (which knows nothing of files).
+
+use crate::experiment::{BackoffSpec, Duration, NamedFailure, RetryOnItem, Strategy};
+use crate::policy::backoff::MAX_DELAY_NS;
+use crate::policy::gate::Gate;
+use crate::policy::{Backoff, Outcome, RetryOn, RetryPolicy};
+
+/// A strategy's retry policy.
+pub fn retry_policy(s: &Strategy) -> RetryPolicy {
+    RetryPolicy {
+        backoff: backoff(&s.backoff),
+        retry_on: retry_on(s.client.retry_on.as_deref()),
+        max_attempts: s.client.max_attempts.unwrap_or(u32::MAX),
+        timeout: s.client.timeout.map(Duration::span),
+        deadline: s.client.deadline.map(Duration::span),
+    }
+}
+
+/// A strategy's controls, for `clients` client processes.
+pub fn gate(_s: &Strategy, _clients: u32) -> Gate {
+    Gate::none()
+}
+
+/// `retry_on`, or DESIGN §3.5's defaults when absent.
+pub fn retry_on(items: Option<&[RetryOnItem]>) -> RetryOn {
+    let Some(items) = items else { return RetryOn::default() };
+    RetryOn::of(items.iter().map(|item| match *item {
+        RetryOnItem::Status(s) => Outcome::Status(s),
+        RetryOnItem::Named(NamedFailure::Timeout) => Outcome::Timeout,
+        RetryOnItem::Named(NamedFailure::ConnectionError) => Outcome::ConnectionError,
+    }))
+}
+
+/// A backoff with its durations in nanoseconds; no cap is [`MAX_DELAY_NS`].
+pub fn backoff(spec: &BackoffSpec) -> Backoff {
+    let ns = |d: Duration| d.as_ns() as f64;
+    let cap = |c: &Option<Duration>| c.map_or(MAX_DELAY_NS, |c| ns(c).min(MAX_DELAY_NS));
+    match spec {
+        BackoffSpec::None {} => Backoff::None,
+        BackoffSpec::Constant { base } => Backoff::Constant { base_ns: ns(*base) },
+        BackoffSpec::Linear { base, cap: c } => Backoff::Linear { base_ns: ns(*base), cap_ns: cap(c) },
+        BackoffSpec::Exponential { base, cap: c, multiplier } => {
+            Backoff::Exponential { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
+        }
+        BackoffSpec::FullJitter { base, cap: c, multiplier } => {
+            Backoff::FullJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
+        }
+        BackoffSpec::EqualJitter { base, cap: c, multiplier } => {
+            Backoff::EqualJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
+        }
+        BackoffSpec::DecorrelatedJitter { base, cap: c } => {
+            Backoff::DecorrelatedJitter { base_ns: ns(*base), cap_ns: cap(c) }
+        }
+        BackoffSpec::DecorrelatedJitterV2 { base, cap: c } => {
+            Backoff::DecorrelatedJitterV2 { base_ns: ns(*base), cap_ns: cap(c) }
+        }
+        BackoffSpec::AdditiveJitter { base, cap: c, multiplier, jitter } => Backoff::AdditiveJitter {
+            base_ns: ns(*base),
+            cap_ns: cap(c),
+            multiplier: *multiplier,
+            jitter_ns: ns(*jitter),
+        },
+        BackoffSpec::ProportionalJitter { base, cap: c, multiplier, p } => {
+            Backoff::ProportionalJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier, p: *p }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_values_become_nanoseconds() {
+        let ms = |v: u64| Duration(v * 1_000_000);
+        let b = backoff(&BackoffSpec::FullJitter { base: ms(10), cap: Some(ms(2000)), multiplier: 2.0 });
+        assert_eq!(b, Backoff::FullJitter { base_ns: 1e7, cap_ns: 2e9, multiplier: 2.0 });
+        let uncapped = backoff(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 3.0 });
+        assert_eq!(uncapped, Backoff::Exponential { base_ns: 1e7, cap_ns: MAX_DELAY_NS, multiplier: 3.0 });
+        let r = retry_on(Some(&[RetryOnItem::Status(500), RetryOnItem::Named(NamedFailure::Timeout)]));
+        assert_eq!(r, RetryOn::of([Outcome::Status(500), Outcome::Timeout]));
+        assert_eq!(retry_on(None), RetryOn::default());
+    }
+}

@@ -1,0 +1,184 @@
+//! The last admission stage: `concurrency` workers, a bounded FIFO wait queue, rejection when
+//! it is full, and `drop_expired` (a queued request whose client already gave up is dropped
+//! instead of served).
+
+use super::Request;
+use crate::engine::{Instant, Span};
+use crate::experiment::QueueServerSpec;
+use crate::model::dist::Dist;
+use crate::policy::Outcome;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::VecDeque;
+
+/// Where an arriving request went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placed {
+    Started { worker: u32, service: Span },
+    Queued,
+    Rejected(Outcome),
+}
+
+/// What the queue gave a freed worker.
+#[derive(Clone, Copy, Debug)]
+pub enum Next {
+    Started {
+        worker: u32,
+        service: Span,
+    },
+    /// A request dropped unserved (`drop_expired`).
+    Dropped(Request),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct InService {
+    req: Request,
+    started: Instant,
+}
+
+pub struct Workers {
+    concurrency: u32,
+    service: Dist,
+    queue_cap: usize,
+    reject: Outcome,
+    drop_expired: bool,
+    busy: u32,
+    waiting: VecDeque<Request>,
+    serving: Vec<InService>,
+    idle: Vec<u32>,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl Workers {
+    pub fn new(spec: &QueueServerSpec, rng: Xoshiro256PlusPlus) -> Workers {
+        let idle_req = Request::new(0, 0, Instant::ZERO);
+        Workers {
+            concurrency: spec.concurrency,
+            service: Dist::from_spec(&spec.service_time),
+            queue_cap: spec.queue.map_or(usize::MAX, |q| q as usize),
+            reject: Outcome::Status(spec.reject_status),
+            drop_expired: spec.drop_expired,
+            busy: 0,
+            waiting: VecDeque::new(),
+            serving: vec![InService { req: idle_req, started: Instant::ZERO }; spec.concurrency as usize],
+            // Popped from the back: worker 0 first.
+            idle: (0..spec.concurrency).rev().collect(),
+            rng,
+        }
+    }
+
+    #[inline]
+    pub fn concurrency(&self) -> u32 {
+        self.concurrency
+    }
+
+    /// Starts `req` if fewer than `capacity` workers are busy, else queues it, else rejects it.
+    #[inline]
+    pub fn place(&mut self, req: Request, now: Instant, capacity: u32, slowdown: f64) -> Placed {
+        if self.busy < capacity {
+            let (worker, service) = self.start(req, now, slowdown);
+            Placed::Started { worker, service }
+        } else if self.waiting.len() < self.queue_cap {
+            self.waiting.push_back(req);
+            Placed::Queued
+        } else {
+            Placed::Rejected(self.reject)
+        }
+    }
+
+    /// Worker `worker` finished: its request and when it started.
+    #[inline]
+    pub fn done(&mut self, worker: u32) -> (Request, Instant) {
+        let InService { req, started } = self.serving[worker as usize];
+        self.busy -= 1;
+        self.idle.push(worker);
+        (req, started)
+    }
+
+    /// The next waiting request, if a worker is free: started, or dropped because its client
+    /// gave up (`drop_expired`).
+    #[inline]
+    pub fn next(&mut self, now: Instant, capacity: u32, slowdown: f64) -> Option<Next> {
+        if self.busy >= capacity {
+            return None;
+        }
+        let req = self.waiting.pop_front()?;
+        if self.drop_expired && req.gives_up_at <= now {
+            return Some(Next::Dropped(req));
+        }
+        let (worker, service) = self.start(req, now, slowdown);
+        Some(Next::Started { worker, service })
+    }
+
+    #[inline]
+    pub fn serving(&self, worker: u32) -> &Request {
+        &self.serving[worker as usize].req
+    }
+
+    #[inline]
+    fn start(&mut self, req: Request, now: Instant, slowdown: f64) -> (u32, Span) {
+        let worker = self.idle.pop().expect("busy < capacity <= concurrency, so a worker is idle");
+        self.busy += 1;
+        self.serving[worker as usize] = InService { req, started: now };
+        let mut service = self.service.sample(&mut self.rng);
+        if slowdown != 1.0 {
+            service = service.mul_f64(slowdown);
+        }
+        (worker, service)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Duration, QueueServerSpec};
+    use rand::SeedableRng;
+
+    fn spec(concurrency: u32, queue: Option<u32>, drop_expired: bool) -> QueueServerSpec {
+        QueueServerSpec {
+            concurrency,
+            service_time: crate::experiment::DistSpec::Constant { value: Duration(10) },
+            queue,
+            reject_status: 429,
+            errors: vec![],
+            drop_expired,
+            faults: vec![],
+        }
+    }
+
+    fn req(op: u32, gives_up_at: u64) -> Request {
+        Request::new(op, 1, Instant::from_ns(gives_up_at))
+    }
+
+    #[test]
+    fn start_then_queue_then_reject() {
+        let mut w = Workers::new(&spec(2, Some(1), false), Xoshiro256PlusPlus::seed_from_u64(1));
+        let t = Instant::ZERO;
+        assert_eq!(w.place(req(1, 99), t, 2, 1.0), Placed::Started { worker: 0, service: Span::from_ns(10) });
+        assert_eq!(w.place(req(2, 99), t, 2, 1.0), Placed::Started { worker: 1, service: Span::from_ns(10) });
+        assert_eq!(w.place(req(3, 99), t, 2, 1.0), Placed::Queued);
+        assert_eq!(w.place(req(4, 99), t, 2, 1.0), Placed::Rejected(Outcome::Status(429)));
+        // Capacity faults lower the number of usable workers; slowdowns scale service.
+        let (done, _) = w.done(1);
+        assert_eq!(done.op, 2);
+        assert!(w.next(t, 1, 1.0).is_none(), "one worker busy, capacity 1: no start");
+        match w.next(t, 2, 3.0) {
+            Some(Next::Started { worker: 1, service }) => assert_eq!(service, Span::from_ns(30)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(w.serving(1).op, 3);
+    }
+
+    #[test]
+    fn drop_expired_skips_abandoned_requests() {
+        let mut w = Workers::new(&spec(1, None, true), Xoshiro256PlusPlus::seed_from_u64(1));
+        let t = Instant::ZERO;
+        w.place(req(1, 99), t, 1, 1.0);
+        w.place(req(2, 5), t, 1, 1.0);
+        w.place(req(3, 99), t, 1, 1.0);
+        w.done(0);
+        let later = Instant::from_ns(6);
+        assert!(matches!(w.next(later, 1, 1.0), Some(Next::Dropped(r)) if r.op == 2));
+        assert!(matches!(w.next(later, 1, 1.0), Some(Next::Started { worker: 0, .. })));
+        assert_eq!(w.serving(0).op, 3);
+    }
+}
