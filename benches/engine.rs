@@ -83,7 +83,7 @@ fn backoff_draws(c: &mut Criterion) {
     const DRAWS: u64 = 1000;
     g.throughput(Throughput::Elements(DRAWS));
     for (name, spec) in kinds {
-        let b = Backoff::from_spec(&spec);
+        let b = retrysim::model::build::backoff(&spec);
         g.bench_function(name, |bench| {
             let mut rng = rand_xoshiro::SplitMix64::seed_from_u64(3);
             bench.iter(|| {
