@@ -10,7 +10,6 @@ use retrysim::engine::rng::run_seed;
 use retrysim::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
 use retrysim::experiment::{self, BackoffSpec, Duration, Experiment, Overrides};
 use retrysim::model::{Calendar, Heap, QueueChoice, Radix, simulate_with};
-use retrysim::policy::Backoff;
 use std::hint::black_box;
 use std::path::Path;
 
