@@ -16,18 +16,22 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run an experiment and write runs.csv and summary.csv.
+    /// Run an experiment and write runs.csv, summary.csv, timeseries.csv and manifest.json.
     Run(RunArgs),
-    /// Validate an experiment file (and overrides) without running it.
+    /// Validate an experiment file (and overrides) without running it; print warnings and
+    /// what a run will cost.
     Check(CheckArgs),
+    /// Join the folders of `run --shard 1/N` .. `N/N` into the files of the whole run.
+    Merge(MergeArgs),
 }
 
 /// Overrides shared by `run` and `check`.
 #[derive(Debug, Args)]
 pub struct OverrideArgs {
     /// Override a key of the file: a dotted path such as `server.concurrency=200`,
-    /// `client.timeout=2s` or `strategies.NAME.backoff.base=50ms` (one strategy). Repeatable;
-    /// a later one wins. VALUE is read as TOML, or as a string when it is not TOML.
+    /// `client.timeout=2s`, `strategies.NAME.backoff.base=50ms` (one strategy) or
+    /// `strategies.*.max_attempts=3` (every strategy). Repeatable; a later one wins. VALUE is
+    /// read as TOML, or as a string when it is not TOML.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Replications per (point, strategy), overriding the file's `runs`.
@@ -50,9 +54,22 @@ pub struct RunArgs {
     /// Worker threads [default: one per core]. Results do not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Run only part I of N of the cells (for a cluster); join the parts with `merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Skip the run when DIR already holds the complete result of this experiment (same file,
+    /// changes, shard and version); otherwise run it.
+    #[arg(long)]
+    pub resume: bool,
     /// Print events, events per second, wall time and peak memory when done.
     #[arg(long)]
     pub stats: bool,
+    /// Print nothing but errors (no progress, no file list).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Seconds between progress lines when stderr is not a terminal.
+    #[arg(long, value_name = "S", default_value_t = 5.0, hide = true)]
+    pub progress_interval: f64,
 }
 
 #[derive(Debug, Args)]
@@ -61,4 +78,17 @@ pub struct CheckArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub overrides: OverrideArgs,
+    /// Worker threads the run would use (for the memory estimate) [default: one per core].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Where to write the merged files.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The shard folders, in any order.
+    #[arg(value_name = "SHARD_DIR", required = true)]
+    pub shards: Vec<PathBuf>,
 }

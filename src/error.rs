@@ -2,6 +2,7 @@
 
 use crate::experiment::ConfigError;
 use crate::report::WriteError;
+use crate::report::merge::MergeError;
 
 /// Anything that stops a command.
 #[derive(Debug, thiserror::Error)]
@@ -9,20 +10,27 @@ pub enum Error {
     /// Bad input (exit code 2): the experiment file, an override or a flag.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A bad flag value (exit code 2), e.g. `--shard 4/3`.
+    #[error("{flag}: {reason}")]
+    Flag { flag: String, reason: String },
     /// An output could not be written (exit code 1).
     #[error(transparent)]
     Write(#[from] WriteError),
-    /// The worker threads could not be started (exit code 1).
-    #[error("cannot start {threads} worker threads: {message}")]
-    Threads { threads: usize, message: String },
+    /// Shards that cannot be merged (exit code 2, or 1 when a file could not be read).
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    /// The run was interrupted (Ctrl-C) before it finished (exit code 1).
+    #[error("interrupted: no output was written (files from an earlier run, if any, are untouched)")]
+    Interrupted,
 }
 
 impl Error {
     /// 2 for bad input, 1 for everything else (DESIGN §8).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Config(_) => 2,
-            Error::Write(_) | Error::Threads { .. } => 1,
+            Error::Config(_) | Error::Flag { .. } => 2,
+            Error::Merge(e) => e.exit_code(),
+            Error::Write(_) | Error::Interrupted => 1,
         }
     }
 }

@@ -47,9 +47,15 @@
 //! let success = jitter.iter().map(|m| m.success_rate()).sum::<f64>() / jitter.len() as f64;
 //! assert!(success > 0.0);
 //!
-//! // 5. Write runs.csv and summary.csv (atomically) where you like.
+//! // 5. Or stream every result into a folder: runs.csv, summary.csv, timeseries.csv and
+//! //    manifest.json, each renamed into place once complete.
 //! let dir = std::env::temp_dir().join("retrysim-tour");
-//! retrysim::report::write_all(&dir, &exp, &results)?;
+//! let mut writer = retrysim::report::writer::ResultWriter::create(&dir, &exp, None)?;
+//! let cells = retrysim::sweep::cells(&exp, None);
+//! let stop = std::sync::atomic::AtomicBool::new(false);
+//! retrysim::sweep::execute(&exp, &cells, 2, &mut writer, &mut |_, _| {}, &stop)
+//!     .map_err(|e| format!("{e:?}"))?;
+//! writer.commit()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -69,12 +75,14 @@
 //! in cell order.
 
 pub mod cli;
+pub mod commands;
 pub mod engine;
 mod error;
 pub mod experiment;
 pub mod metrics;
 pub mod model;
 pub mod policy;
+pub mod progress;
 pub mod report;
 pub mod stats;
 pub mod sweep;

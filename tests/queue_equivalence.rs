@@ -3,7 +3,6 @@
 
 use retrysim::experiment::{self, Experiment, Overrides};
 use retrysim::model::{Calendar, Heap, QueueChoice, Radix};
-use retrysim::report::{Exporter, RunsCsv, SummaryCsv};
 use retrysim::sweep::{Results, run_with};
 use std::path::Path;
 
@@ -78,8 +77,14 @@ backoff = { kind = "decorrelated-jitter-v2", base = "20ms", cap = "1s" }
 "server.drop_expired" = [true, false]
 "#;
 
-fn csv(exp: &Experiment, r: &Results) -> (Vec<u8>, Vec<u8>) {
-    (RunsCsv.render(exp, r), SummaryCsv.render(exp, r))
+/// Every output file's bytes.
+fn csv(exp: &Experiment, r: &Results) -> Vec<(String, Vec<u8>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let written = retrysim::report::writer::write_results(dir.path(), exp, r).unwrap();
+    written
+        .iter()
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(p).unwrap()))
+        .collect()
 }
 
 fn assert_same_as_heap<C: QueueChoice>(exp: &Experiment) {

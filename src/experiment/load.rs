@@ -20,8 +20,9 @@ use toml::{Table, Value};
 /// exhaust memory before anything runs.
 const MAX_POINTS: usize = 100_000;
 
-/// Keys that name or seed the whole experiment: they cannot differ between points.
-const UNSWEEPABLE: &[&str] = &["name", "seed", "runs"];
+/// Keys that name, seed or shape the output of the whole experiment: they cannot differ
+/// between points.
+const UNSWEEPABLE: &[&str] = &["name", "seed", "runs", "output"];
 
 /// Reads, overrides, expands and validates the experiment file at `path`.
 pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, ConfigError> {
@@ -48,11 +49,48 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
     };
     Ok(Experiment {
         name: first.name.clone(),
+        description: description(text),
+        source: text.to_owned(),
+        overrides: overrides.describe(),
+        fingerprint: fingerprint(text, &overrides.describe()),
         seed: first.seed,
         runs: first.runs,
+        timeseries: first.output.timeseries,
         sweep_keys: axes.iter().map(|a| a.key.clone()).collect(),
         points,
     })
+}
+
+/// The leading comment block of the file: its `#` lines up to the first other line, without
+/// the `#`.
+fn description(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| l.starts_with('#'))
+        .map(|l| l.trim_start_matches('#').trim())
+        .collect();
+    lines.join("\n")
+}
+
+/// FNV-1a (64-bit) over the file text, the command-line changes and the version, in hex: a
+/// stable name for "this experiment as run" (not a security hash).
+fn fingerprint(text: &str, overrides: &[String]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    eat(env!("CARGO_PKG_VERSION").as_bytes());
+    eat(text.as_bytes());
+    for o in overrides {
+        eat(o.as_bytes());
+    }
+    format!("{h:016x}")
 }
 
 /// Splits one `--set` argument at its first `=`: `server.concurrency=8` ->

@@ -31,12 +31,33 @@ pub struct Overrides {
     pub seed: Option<u64>,
 }
 
+impl Overrides {
+    /// The changes as command-line arguments, in the order they apply.
+    pub fn describe(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.set.iter().map(|(k, v)| format!("--set {k}={v}")).collect();
+        all.extend(self.runs.map(|r| format!("--runs {r}")));
+        all.extend(self.seed.map(|s| format!("--seed {s}")));
+        all
+    }
+}
+
 /// A validated experiment: every sweep point is a complete, checked spec.
 #[derive(Clone, Debug)]
 pub struct Experiment {
     pub name: String,
+    /// The file's leading comment block (what the experiment asks), as text.
+    pub description: String,
+    /// The experiment file as read, before command-line changes.
+    pub source: String,
+    /// The command-line changes, in the order applied (`--set K=V`, `--runs N`, `--seed N`).
+    pub overrides: Vec<String>,
+    /// Identifies the experiment as run (text, changes, retrysim version): shards and resumed
+    /// runs of one experiment share it.
+    pub fingerprint: String,
     pub seed: u64,
     pub runs: u32,
+    /// Whether `timeseries.csv` is written (`[output] timeseries`).
+    pub timeseries: bool,
     /// The swept keys, in file order: the leading columns of runs.csv and summary.csv.
     pub sweep_keys: Vec<String>,
     /// The cartesian product of the sweep values (one point when there is no `[sweep]`), the

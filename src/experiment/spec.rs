@@ -33,10 +33,38 @@ pub struct ExperimentSpec {
     pub client: ClientSpec,
     #[serde(default)]
     pub strategies: Vec<StrategySpec>,
+    #[serde(default)]
+    pub output: OutputSpec,
     /// Key -> list of values; expanded by [`super::load`] before this type is built, kept here
     /// so that a file with a `[sweep]` table deserialises.
     #[serde(default)]
     pub sweep: Option<toml::Table>,
+}
+
+/// `[output]`: how results are written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// The width of `timeseries.csv`'s buckets.
+    #[serde(default = "default_bucket")]
+    pub bucket: Duration,
+    /// Whether to write `timeseries.csv`.
+    #[serde(default = "default_true")]
+    pub timeseries: bool,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec { bucket: default_bucket(), timeseries: true }
+    }
+}
+
+pub(crate) fn default_true() -> bool {
+    true
+}
+
+pub(crate) fn default_bucket() -> Duration {
+    Duration(1_000_000_000)
 }
 
 pub(crate) fn default_seed() -> u64 {

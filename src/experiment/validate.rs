@@ -39,6 +39,15 @@ fn check(spec: &ExperimentSpec) -> Check {
     if spec.horizon == Duration::ZERO {
         fail("horizon", "must be > 0: the simulated time at which a run stops, e.g. \"120s\"")?;
     }
+    if spec.output.bucket == Duration::ZERO {
+        fail("output.bucket", "must be > 0: the width of timeseries.csv's buckets, e.g. \"1s\"")?;
+    }
+    if spec.horizon.as_ns() / spec.output.bucket.as_ns() > 10_000_000 {
+        fail(
+            "output.bucket",
+            "more than 10,000,000 buckets up to the horizon: make the bucket wider (each bucket costs memory in every run)",
+        )?;
+    }
     workload(&spec.workload)?;
     network(&spec.network)?;
     match &spec.server {

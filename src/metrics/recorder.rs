@@ -2,6 +2,7 @@
 //! bounded state: counters, a latency histogram and per-second buckets.
 
 use super::recovery::{self, FaultSpan, StartBucket};
+use super::series::{Count, TimeSeries};
 use crate::engine::{Instant, NS_PER_S, Span};
 use crate::policy::FailReason;
 use hdrhistogram::Histogram;
@@ -29,6 +30,8 @@ pub struct RunMetrics {
     /// `None` when recovery could not be measured (too little load around the faults).
     pub metastable: Option<bool>,
     pub events: u64,
+    /// The run over time (`timeseries.csv`).
+    pub series: TimeSeries,
 }
 
 impl RunMetrics {
@@ -68,12 +71,14 @@ pub struct RunRecorder {
     /// only when the run has faults.
     by_start_s: Vec<StartBucket>,
     track_recovery: bool,
+    series: TimeSeries,
 }
 
 impl RunRecorder {
     /// `track_recovery`: whether the run has faults (otherwise recovery is 0 by definition and
-    /// the per-second success buckets are not kept).
-    pub fn new(track_recovery: bool) -> RunRecorder {
+    /// the per-second success buckets are not kept); `series`: the buckets over time to fill
+    /// ([`TimeSeries::none`] to keep none).
+    pub fn new(track_recovery: bool, series: TimeSeries) -> RunRecorder {
         RunRecorder {
             ops: 0,
             succeeded: 0,
@@ -92,6 +97,7 @@ impl RunRecorder {
             peak_calls_per_s: 0,
             by_start_s: Vec::new(),
             track_recovery,
+            series,
         }
     }
 
@@ -113,6 +119,7 @@ impl RunRecorder {
     #[inline]
     pub fn op_started(&mut self, now: Instant) {
         self.ops += 1;
+        self.series.op_started(now);
         if self.track_recovery {
             self.start_bucket(now).started += 1;
         }
@@ -121,6 +128,7 @@ impl RunRecorder {
     #[inline]
     pub fn call_sent(&mut self, now: Instant) {
         self.calls += 1;
+        self.series.count(Count::Offered, now);
         let ms = now.as_ns() / 1_000_000;
         // Slide the window to end at `ms`: the milliseconds that fall out are cleared (at most
         // the whole ring, however long the gap since the last call).
@@ -141,12 +149,37 @@ impl RunRecorder {
         self.server_calls += 1;
     }
 
-    /// A served request executed its operation's side effect; `executions` counts them for the
-    /// operation so far, this one included.
+    /// The server took a request in (started or queued it) at `now`.
     #[inline]
-    pub fn side_effect(&mut self, executions: u32) {
+    pub fn accepted(&mut self, now: Instant) {
+        self.series.count(Count::Accepted, now);
+    }
+
+    /// The server turned a request away without the work at `now`.
+    #[inline]
+    pub fn rejected(&mut self, now: Instant) {
+        self.series.count(Count::Rejected, now);
+    }
+
+    /// A client stopped waiting for an attempt at `now` (its timeout or deadline).
+    #[inline]
+    pub fn timed_out(&mut self, now: Instant) {
+        self.series.count(Count::Timeouts, now);
+    }
+
+    /// From `now` on, the server serves `in_service` requests and `queued` wait.
+    #[inline]
+    pub fn levels(&mut self, now: Instant, in_service: u32, queued: usize) {
+        self.series.levels(now, in_service as u64, queued as u64);
+    }
+
+    /// A served request executed its operation's side effect at `now`; `executions` counts
+    /// them for the operation so far, this one included.
+    #[inline]
+    pub fn side_effect(&mut self, executions: u32, now: Instant) {
         if executions > 1 {
             self.duplicates += 1;
+            self.series.count(Count::Duplicates, now);
         }
     }
 
@@ -172,6 +205,7 @@ impl RunRecorder {
     #[inline]
     fn ended(&mut self, started: Instant, attempts: u32, now: Instant, success: bool) {
         self.last_end = self.last_end.max(now);
+        self.series.op_ended(started, now, success);
         let latency = now.since(started).as_ns();
         // Cannot fail: the histogram auto-resizes and values are non-negative.
         let _ = self.latency_ns.record(latency);
@@ -189,6 +223,7 @@ impl RunRecorder {
     pub fn unfinished(&mut self, started: Instant, attempts: u32, horizon: Instant) {
         self.failed_by[FailReason::Unfinished as usize] += 1;
         self.last_end = self.last_end.max(horizon);
+        self.series.op_ended(started, horizon, false);
         if self.track_recovery {
             let b = self.start_bucket(started);
             b.calls += attempts as u64;
@@ -198,7 +233,8 @@ impl RunRecorder {
 
     /// Closes the run. `faults` spans the faults that start before the horizon (None without
     /// any); `horizon` bounds the recovery analysis.
-    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
+    pub fn finish(mut self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
+        self.series.finish();
         // A percentile is the top of its histogram bucket (within 0.1 %), which can lie above
         // the exact maximum: no quantile exceeds the maximum, so it is clamped there.
         let q = |p: f64| {
@@ -227,6 +263,7 @@ impl RunRecorder {
             recovery_time_s: recovery.time_s(),
             metastable: recovery.metastable(),
             events,
+            series: self.series,
         }
     }
 }
@@ -243,7 +280,7 @@ mod tests {
 
     #[test]
     fn counts_and_rates() {
-        let mut r = RunRecorder::new(false);
+        let mut r = RunRecorder::new(false, TimeSeries::none());
         for i in 0..4 {
             r.op_started(t(i));
             r.call_sent(t(i));
@@ -253,9 +290,9 @@ mod tests {
         r.op_succeeded(t(1), 1, t(S));
         r.op_failed(FailReason::Exhausted, t(2), 1, t(3 * S));
         r.unfinished(t(3), 1, t(10 * S));
-        r.side_effect(1);
-        r.side_effect(2);
-        r.side_effect(3);
+        r.side_effect(1, t(0));
+        r.side_effect(2, t(0));
+        r.side_effect(3, t(0));
         let m = r.finish(99, None, t(10 * S));
         assert_eq!((m.ops, m.succeeded, m.failed), (4, 2, 2));
         assert_eq!(m.failed_by[FailReason::Exhausted as usize], 1);
@@ -277,7 +314,7 @@ mod tests {
 
     #[test]
     fn the_maximum_latency_is_exact() {
-        let mut r = RunRecorder::new(false);
+        let mut r = RunRecorder::new(false, TimeSeries::none());
         r.op_started(t(0));
         r.op_succeeded(t(0), 1, t(11 * S));
         let m = r.finish(0, None, t(20 * S));
@@ -288,21 +325,21 @@ mod tests {
 
     #[test]
     fn peak_rps_is_over_any_one_second_window() {
-        let mut r = RunRecorder::new(false);
+        let mut r = RunRecorder::new(false, TimeSeries::none());
         // 600 calls in [0.5 s, 1 s) and 600 in [1 s, 1.5 s): no whole second sees more than
         // 600, but the window [0.5 s, 1.5 s) sees all 1200.
         for i in 0..1200u64 {
             r.call_sent(t(S / 2 + i * (S / 1200)));
         }
         assert_eq!(r.finish(0, None, t(2 * S)).peak_offered_rps, 1200);
-        let mut r = RunRecorder::new(false);
+        let mut r = RunRecorder::new(false, TimeSeries::none());
         // One call every 10 ms for 10 s: 100 per second in any window.
         for i in 0..1000u64 {
             r.call_sent(t(i * 10_000_000));
         }
         assert_eq!(r.finish(0, None, t(20 * S)).peak_offered_rps, 100);
         // A burst, a long gap, a burst: the window forgets the first one.
-        let mut r = RunRecorder::new(false);
+        let mut r = RunRecorder::new(false, TimeSeries::none());
         for i in 0..50u64 {
             r.call_sent(t(i));
         }
@@ -318,7 +355,7 @@ mod tests {
     #[test]
     fn buckets_by_start_second_feed_the_recovery_analysis() {
         let run = |sick_from: u64, sick_to: u64| {
-            let mut r = RunRecorder::new(true);
+            let mut r = RunRecorder::new(true, TimeSeries::none());
             for s in 0..40u64 {
                 for i in 0..10 {
                     let at = s * S + i * (S / 10);
@@ -338,7 +375,7 @@ mod tests {
         let m = run(10, 40);
         assert_eq!((m.recovery_time_s, m.metastable), (None, Some(true)));
         // Operations still pending at the horizon make their bucket unhealthy.
-        let mut r = RunRecorder::new(true);
+        let mut r = RunRecorder::new(true, TimeSeries::none());
         for s in 0..40u64 {
             r.op_started(t(s * S));
             if !(10..16).contains(&s) {

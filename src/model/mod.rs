@@ -15,6 +15,7 @@ use crate::engine::rng::{Stream, stream};
 use crate::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
 use crate::experiment::{ExperimentSpec, ServerSpec, Strategy};
 use crate::metrics::RunMetrics;
+use crate::metrics::series::TimeSeries;
 use clients::Clients;
 use network::Network;
 use workload::Workload;
@@ -69,8 +70,11 @@ pub fn simulate_with<C: QueueChoice>(
         run_seed,
     );
     let horizon = crate::engine::Instant::ZERO + spec.horizon.span();
+    let series = TimeSeries::new(spec.output.bucket.span(), horizon);
     match &spec.server {
-        ServerSpec::Queue(q) => queue_model::run::<C::Queue>(q, &workload, net, clients, run_seed, horizon),
-        ServerSpec::Occ {} => occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon),
+        ServerSpec::Queue(q) => {
+            queue_model::run::<C::Queue>(q, &workload, net, clients, run_seed, horizon, series)
+        }
+        ServerSpec::Occ {} => occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon, series),
     }
 }

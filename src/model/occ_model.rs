@@ -13,6 +13,7 @@ use super::network::Network;
 use super::workload::{StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
+use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::Outcome;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -65,6 +66,7 @@ pub fn run<Q: EventQueue<Ev>>(
     clients: Clients,
     run_seed: u64,
     horizon: Instant,
+    series: TimeSeries,
 ) -> RunMetrics {
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
     let mut arrivals = stream(run_seed, Stream::Arrivals);
@@ -75,7 +77,8 @@ pub fn run<Q: EventQueue<Ev>>(
     if let Some((client, at)) = starts.next(&mut arrivals) {
         sched.schedule_at(at, Ev::FirstStart { client });
     }
-    let mut model = OccModel { clients, rec: RunRecorder::new(false), net, version: 0, arrivals, starts };
+    let mut model =
+        OccModel { clients, rec: RunRecorder::new(false, series), net, version: 0, arrivals, starts };
     engine::run(&mut model, &mut sched, horizon);
     model.clients.finish(model.rec, sched.processed(), None, horizon)
 }
@@ -122,6 +125,7 @@ impl Model for OccModel {
             }
             Ev::WriteArrive { op, version } => {
                 self.rec.server_call();
+                self.rec.accepted(now);
                 let ok = version == self.version;
                 if ok {
                     self.version += 1;

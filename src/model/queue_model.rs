@@ -13,6 +13,7 @@ use super::workload::{OpenArrivals, StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::experiment::QueueServerSpec;
+use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::Outcome;
 use crate::policy::uniform::u01;
@@ -65,6 +66,7 @@ pub fn run<Q: EventQueue<Ev>>(
     clients: Clients,
     run_seed: u64,
     horizon: Instant,
+    series: TimeSeries,
 ) -> RunMetrics {
     let server = Server::new(spec, run_seed);
     let fault_span = server.fault_span(horizon);
@@ -75,7 +77,7 @@ pub fn run<Q: EventQueue<Ev>>(
     let mut model = QueueModel {
         clients,
         server,
-        rec: RunRecorder::new(fault_span.is_some()),
+        rec: RunRecorder::new(fault_span.is_some(), series),
         instant_net: net.is_instant(),
         net,
         arrivals_rng: stream(run_seed, Stream::Arrivals),
@@ -146,6 +148,7 @@ impl Model for QueueModel {
             }
             Ev::Timeout { op, attempt } => {
                 if self.clients.is_waiting(op, attempt) {
+                    self.rec.timed_out(now);
                     self.failed(op, Outcome::Timeout, s);
                 }
                 self.clients.ops.release(op);
@@ -184,13 +187,30 @@ impl QueueModel {
 
     /// A request reaches the server and passes its admission pipeline.
     fn arrive<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
         self.rec.server_call();
-        match self.server.arrive(req, s.now()) {
-            Arrival::Answered(o) => self.respond(req, o, s),
-            Arrival::Silenced => self.clients.ops.release(req.op),
-            Arrival::Started { worker, service } => s.schedule_in(service, Ev::Done { worker }),
-            Arrival::Queued => {}
+        match self.server.arrive(req, now) {
+            Arrival::Answered(o) => {
+                self.rec.rejected(now);
+                self.respond(req, o, s)
+            }
+            Arrival::Silenced => {
+                self.rec.rejected(now);
+                self.clients.ops.release(req.op)
+            }
+            Arrival::Started { worker, service } => {
+                self.accepted(now);
+                s.schedule_in(service, Ev::Done { worker })
+            }
+            Arrival::Queued => self.accepted(now),
         }
+    }
+
+    #[inline]
+    fn accepted(&mut self, now: Instant) {
+        self.rec.accepted(now);
+        let (busy, queued) = self.server.levels();
+        self.rec.levels(now, busy, queued);
     }
 
     /// A worker finished: the side effect happens, the answer goes back, and the next waiting
@@ -200,7 +220,7 @@ impl QueueModel {
         let (req, started) = self.server.done(worker);
         let op = self.clients.ops.get(req.op);
         op.executions += 1;
-        self.rec.side_effect(op.executions);
+        self.rec.side_effect(op.executions, now);
         if req.gives_up_at < now {
             self.rec.wasted(now.since(started.max(req.gives_up_at)));
         }
@@ -210,12 +230,15 @@ impl QueueModel {
 
     /// Starts waiting requests while workers are free.
     fn start_waiting<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
-        while let Some(next) = self.server.next_waiting(s.now()) {
+        let now = s.now();
+        while let Some(next) = self.server.next_waiting(now) {
             match next {
                 Next::Started { worker, service } => s.schedule_in(service, Ev::Done { worker }),
                 Next::Dropped(req) => self.clients.ops.release(req.op),
             }
         }
+        let (busy, queued) = self.server.levels();
+        self.rec.levels(now, busy, queued);
     }
 
     /// Sends an answer back over the response hop (it may be lost).

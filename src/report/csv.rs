@@ -1,15 +1,30 @@
-//! runs.csv and summary.csv (DESIGN §6): swept parameter columns, `strategy`, then the metrics
-//! of [`crate::metrics::summary::METRICS`] in order.
+//! runs.csv, summary.csv and timeseries.csv (DESIGN §6): the swept parameter columns,
+//! `strategy`, then the metrics of [`crate::metrics::summary::METRICS`] or the series of
+//! [`crate::metrics::series::SERIES`] in order. Each exporter turns results into rows as they
+//! stream in; [`super::writer`] does the file writing.
 
 use super::Exporter;
 use crate::experiment::Experiment;
-use crate::metrics::summary::{METRICS, Value, summarize};
-use crate::sweep::Results;
+use crate::metrics::RunMetrics;
+use crate::metrics::aggregate::{CellSeries, CellSummary};
+use crate::metrics::series::SERIES;
+use crate::metrics::summary::{METRICS, Stat, Value};
+use crate::sweep::Cell;
 
 /// One row per (point, strategy, run).
 pub struct RunsCsv;
-/// One row per (point, strategy): each metric's mean and `_sd`.
-pub struct SummaryCsv;
+
+/// One row per (point, strategy): each metric's mean over runs and `_sd`.
+#[derive(Default)]
+pub struct SummaryCsv {
+    cell: CellSummary,
+}
+
+/// One row per (point, strategy, time bucket): each series' mean over runs and `_sd`.
+#[derive(Default)]
+pub struct TimeseriesCsv {
+    cell: CellSeries,
+}
 
 /// Floats print in Rust's shortest round-trip form: exact and identical on every platform.
 fn cell(v: Value) -> String {
@@ -24,15 +39,26 @@ fn opt(x: Option<f64>) -> String {
     x.map(|x| x.to_string()).unwrap_or_default()
 }
 
-fn writer() -> csv::Writer<Vec<u8>> {
-    csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new())
+/// The swept keys' columns, then `extra`.
+fn header(exp: &Experiment, extra: &[&str]) -> Vec<String> {
+    let mut h = exp.sweep_keys.clone();
+    h.extend(extra.iter().map(|s| s.to_string()));
+    h
 }
 
-/// Writing CSV into memory cannot fail (no IO happens), so a failure here is a bug.
-const IN_MEMORY: &str = "writing CSV into memory cannot fail";
+/// The swept values of the cell's point, then its strategy's name.
+fn key_cells(exp: &Experiment, c: Cell) -> Vec<String> {
+    let point = &exp.points[c.point];
+    let mut row = point.values.clone();
+    row.push(point.strategies[c.strategy].name.clone());
+    row
+}
 
-fn finish(w: csv::Writer<Vec<u8>>) -> Vec<u8> {
-    w.into_inner().expect(IN_MEMORY)
+fn stat_cells(row: &mut Vec<String>, stats: impl Iterator<Item = Stat>) {
+    for s in stats {
+        row.push(opt(s.mean));
+        row.push(opt(s.sd));
+    }
 }
 
 impl Exporter for RunsCsv {
@@ -40,22 +66,25 @@ impl Exporter for RunsCsv {
         "runs.csv"
     }
 
-    fn render(&self, exp: &Experiment, results: &Results) -> Vec<u8> {
-        let mut w = writer();
-        let mut header: Vec<String> = exp.sweep_keys.clone();
-        header.extend(["strategy", "run", "seed"].map(String::from));
-        header.extend(METRICS.iter().map(|m| m.name.to_string()));
-        w.write_record(&header).expect(IN_MEMORY);
-        for r in &results.runs {
-            let point = &exp.points[r.point];
-            let mut row: Vec<String> = point.values.clone();
-            row.push(point.strategies[r.strategy].name.clone());
-            row.push(r.run.to_string());
-            row.push(r.seed.to_string());
-            row.extend(METRICS.iter().map(|m| cell((m.read)(&r.metrics))));
-            w.write_record(&row).expect(IN_MEMORY);
-        }
-        finish(w)
+    fn header(&self, exp: &Experiment) -> Vec<String> {
+        let mut h = header(exp, &["strategy", "run", "seed"]);
+        h.extend(METRICS.iter().map(|m| m.name.to_string()));
+        h
+    }
+
+    fn run_rows(
+        &mut self,
+        exp: &Experiment,
+        c: Cell,
+        run: u32,
+        seed: u64,
+        m: &RunMetrics,
+    ) -> Vec<Vec<String>> {
+        let mut row = key_cells(exp, c);
+        row.push(run.to_string());
+        row.push(seed.to_string());
+        row.extend(METRICS.iter().map(|metric| cell((metric.read)(m))));
+        vec![row]
     }
 }
 
@@ -64,28 +93,58 @@ impl Exporter for SummaryCsv {
         "summary.csv"
     }
 
-    fn render(&self, exp: &Experiment, results: &Results) -> Vec<u8> {
-        let mut w = writer();
-        let mut header: Vec<String> = exp.sweep_keys.clone();
-        header.extend(["strategy", "runs"].map(String::from));
+    fn header(&self, exp: &Experiment) -> Vec<String> {
+        let mut h = header(exp, &["strategy", "runs"]);
         for m in METRICS {
-            header.push(m.name.to_string());
-            header.push(format!("{}_sd", m.name));
+            h.push(m.name.to_string());
+            h.push(format!("{}_sd", m.name));
         }
-        w.write_record(&header).expect(IN_MEMORY);
-        for (p, point) in exp.points.iter().enumerate() {
-            for (s, strategy) in point.strategies.iter().enumerate() {
-                let runs: Vec<_> = results.cell(p, s).iter().map(|r| &r.metrics).collect();
-                let mut row: Vec<String> = point.values.clone();
-                row.push(strategy.name.clone());
-                row.push(runs.len().to_string());
-                for stat in summarize(&runs) {
-                    row.push(opt(stat.mean));
-                    row.push(opt(stat.sd));
-                }
-                w.write_record(&row).expect(IN_MEMORY);
-            }
+        h
+    }
+
+    fn run_rows(&mut self, _: &Experiment, _: Cell, _: u32, _: u64, m: &RunMetrics) -> Vec<Vec<String>> {
+        self.cell.push(m);
+        Vec::new()
+    }
+
+    fn cell_rows(&mut self, exp: &Experiment, c: Cell) -> Vec<Vec<String>> {
+        let done = std::mem::take(&mut self.cell);
+        let mut row = key_cells(exp, c);
+        row.push(done.runs().to_string());
+        stat_cells(&mut row, done.stats());
+        vec![row]
+    }
+}
+
+impl Exporter for TimeseriesCsv {
+    fn file_name(&self) -> &'static str {
+        "timeseries.csv"
+    }
+
+    fn header(&self, exp: &Experiment) -> Vec<String> {
+        let mut h = header(exp, &["strategy", "t_s"]);
+        for s in SERIES {
+            h.push(s.to_string());
+            h.push(format!("{s}_sd"));
         }
-        finish(w)
+        h
+    }
+
+    fn run_rows(&mut self, _: &Experiment, _: Cell, _: u32, _: u64, m: &RunMetrics) -> Vec<Vec<String>> {
+        self.cell.push(&m.series);
+        Vec::new()
+    }
+
+    fn cell_rows(&mut self, exp: &Experiment, c: Cell) -> Vec<Vec<String>> {
+        let done = std::mem::take(&mut self.cell);
+        let keys = key_cells(exp, c);
+        done.rows()
+            .map(|(t, stats)| {
+                let mut row = keys.clone();
+                row.push(t.to_string());
+                stat_cells(&mut row, stats.into_iter());
+                row
+            })
+            .collect()
     }
 }

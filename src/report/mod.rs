@@ -1,12 +1,17 @@
-//! Outputs: exporters that turn results into bytes, and the one place that writes files
-//! (atomically: a temporary file in the same folder, then a rename).
+//! Outputs. Exporters turn streamed results into rows ([`Exporter`]: runs.csv, summary.csv,
+//! timeseries.csv); [`writer::ResultWriter`] is the one place that writes them, to temporary
+//! files renamed into place at the end, with `manifest.json` last; [`merge`] joins shards.
 
 mod csv;
+pub mod manifest;
+pub mod merge;
+pub mod writer;
 
-pub use self::csv::{RunsCsv, SummaryCsv};
+pub use self::csv::{RunsCsv, SummaryCsv, TimeseriesCsv};
 
 use crate::experiment::Experiment;
-use crate::sweep::Results;
+use crate::metrics::RunMetrics;
+use crate::sweep::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -19,36 +24,53 @@ pub struct WriteError {
     pub source: std::io::Error,
 }
 
-/// Turns results into the contents of one output file.
+impl WriteError {
+    pub fn at(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
+        move |source| WriteError { path: path.to_path_buf(), source }
+    }
+}
+
+/// Turns the results of a run, as they stream in, into the rows of one CSV file.
 pub trait Exporter {
     /// The file's name inside the output folder.
     fn file_name(&self) -> &'static str;
-    fn render(&self, exp: &Experiment, results: &Results) -> Vec<u8>;
+    /// The header row.
+    fn header(&self, exp: &Experiment) -> Vec<String>;
+    /// Rows for run `run` of `cell` (most exporters only remember it here).
+    fn run_rows(
+        &mut self,
+        exp: &Experiment,
+        cell: Cell,
+        run: u32,
+        seed: u64,
+        m: &RunMetrics,
+    ) -> Vec<Vec<String>>;
+    /// Rows once every run of `cell` is in.
+    fn cell_rows(&mut self, _exp: &Experiment, _cell: Cell) -> Vec<Vec<String>> {
+        Vec::new()
+    }
 }
 
 /// The exporters of `retrysim run`, in writing order.
-pub fn exporters() -> Vec<Box<dyn Exporter>> {
-    vec![Box::new(RunsCsv), Box::new(SummaryCsv)]
-}
-
-/// Renders every exporter, then writes each file atomically into `dir` (created if needed).
-/// Returns the paths written.
-pub fn write_all(dir: &Path, exp: &Experiment, results: &Results) -> Result<Vec<PathBuf>, WriteError> {
-    std::fs::create_dir_all(dir).map_err(|source| WriteError { path: dir.to_path_buf(), source })?;
-    exporters()
-        .iter()
-        .map(|e| {
-            let path = dir.join(e.file_name());
-            write_atomically(&path, &e.render(exp, results))?;
-            Ok(path)
-        })
-        .collect()
+pub fn exporters(exp: &Experiment) -> Vec<Box<dyn Exporter>> {
+    let mut all: Vec<Box<dyn Exporter>> = vec![Box::new(RunsCsv), Box::<SummaryCsv>::default()];
+    if exp.timeseries {
+        all.push(Box::<TimeseriesCsv>::default());
+    }
+    all
 }
 
 /// Writes `bytes` to a temporary file next to `path`, flushes it to disk, then renames it over
 /// `path`: a reader sees the old file or the new one, never half of one.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let err = |source| WriteError { path: path.to_path_buf(), source };
+    let mut tmp = temporary_next_to(path)?;
+    tmp.write_all(bytes).map_err(WriteError::at(path))?;
+    persist(tmp, path)
+}
+
+/// A temporary file in `path`'s folder (so that the final rename stays on one file system),
+/// named `.retrysim-*.tmp`, deleted if dropped before [`persist`].
+pub fn temporary_next_to(path: &Path) -> Result<tempfile::NamedTempFile, WriteError> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut builder = tempfile::Builder::new();
     builder.prefix(".retrysim-").suffix(".tmp");
@@ -56,9 +78,12 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     // as the umask allows.
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let mut tmp = builder.tempfile_in(dir).map_err(err)?;
-    tmp.write_all(bytes).map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
+    builder.tempfile_in(dir).map_err(WriteError::at(path))
+}
+
+/// Flushes `tmp` to disk and renames it to `path`.
+pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<(), WriteError> {
+    tmp.as_file().sync_all().map_err(WriteError::at(path))?;
+    tmp.persist(path).map_err(|e| WriteError { path: path.to_path_buf(), source: e.error })?;
     Ok(())
 }

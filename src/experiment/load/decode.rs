@@ -12,7 +12,7 @@ use super::super::ConfigError;
 use super::super::duration::Duration;
 use super::super::spec::{
     self, BackoffSpec, ClientSpec, DistSpec, ErrorSpec, ExperimentSpec, FaultSpec, FaultStatus, NamedFailure,
-    NetworkSpec, QueueServerSpec, RateStep, RetryOnItem, ServerSpec, StrategySpec, WorkloadSpec,
+    NetworkSpec, OutputSpec, QueueServerSpec, RateStep, RetryOnItem, ServerSpec, StrategySpec, WorkloadSpec,
 };
 use super::paths::strategy_key;
 use super::{closest, join, list};
@@ -21,8 +21,19 @@ use toml::{Table, Value};
 
 type R<T> = Result<T, ConfigError>;
 
-const ROOT_KEYS: &[&str] =
-    &["name", "seed", "runs", "horizon", "workload", "network", "server", "client", "strategies", "sweep"];
+const ROOT_KEYS: &[&str] = &[
+    "name",
+    "seed",
+    "runs",
+    "horizon",
+    "workload",
+    "network",
+    "server",
+    "client",
+    "strategies",
+    "output",
+    "sweep",
+];
 
 /// Decodes a whole experiment tree (with `[sweep]` already taken out by the caller).
 pub(super) fn experiment(root: &Table, origin: &str) -> R<ExperimentSpec> {
@@ -38,6 +49,7 @@ pub(super) fn experiment(root: &Table, origin: &str) -> R<ExperimentSpec> {
         server: f.req_sub("server", |o, p, v| tagged(o, p, v, &SERVER), SERVER.help())?,
         client: f.sub("client", client)?.unwrap_or_default(),
         strategies: strategies(&f)?,
+        output: f.sub("output", output)?.unwrap_or_default(),
         sweep: None,
     })
 }
@@ -396,6 +408,14 @@ static DIST: Tagged<DistSpec> = Tagged {
 
 fn dist(origin: &str, path: String, v: &Value) -> R<DistSpec> {
     tagged(origin, path, v, &DIST)
+}
+
+fn output(origin: &str, path: String, v: &Value) -> R<OutputSpec> {
+    let f = Fields::open(origin, path, v, &["bucket", "timeseries"])?;
+    Ok(OutputSpec {
+        bucket: f.or("bucket", spec::default_bucket)?,
+        timeseries: f.or("timeseries", spec::default_true)?,
+    })
 }
 
 fn network(origin: &str, path: String, v: &Value) -> R<NetworkSpec> {

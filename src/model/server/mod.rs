@@ -116,6 +116,12 @@ impl Server {
         self.workers.next(now, capacity, slowdown)
     }
 
+    /// Requests being served, and waiting.
+    #[inline]
+    pub fn levels(&self) -> (u32, usize) {
+        self.workers.levels()
+    }
+
     /// The request a worker is serving (for prefetching its operation).
     #[inline]
     pub fn serving(&self, worker: u32) -> &Request {

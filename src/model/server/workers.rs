@@ -71,6 +71,12 @@ impl Workers {
         self.concurrency
     }
 
+    /// Requests being served, and waiting.
+    #[inline]
+    pub fn levels(&self) -> (u32, usize) {
+        (self.busy, self.waiting.len())
+    }
+
     /// Starts `req` if fewer than `capacity` workers are busy, else queues it, else rejects it.
     #[inline]
     pub fn place(&mut self, req: Request, now: Instant, capacity: u32, slowdown: f64) -> Placed {

@@ -1,0 +1,128 @@
+//! The verbs of the command line, as library functions: each reads its arguments, calls the
+//! library and prints what the user should see. `main.rs` only dispatches and maps errors to
+//! exit codes.
+
+use crate::cli::{CheckArgs, MergeArgs, OverrideArgs, RunArgs};
+use crate::experiment::{self, Experiment, Overrides};
+use crate::progress::Progress;
+use crate::report::manifest::Manifest;
+use crate::report::writer::ResultWriter;
+use crate::sweep::{self, Shard, Stopped};
+use crate::{Error, report};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Raised by Ctrl-C: workers finish their run and the writer deletes its temporary files.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// `retrysim check`: validate, warn, estimate.
+pub fn check(a: &CheckArgs) -> Result<(), Error> {
+    let exp = load(&a.file, &a.overrides)?;
+    warn(&a.file, &exp);
+    let runs = sweep::run_count(&exp, None);
+    let strategies = exp.points[0].strategies.len();
+    println!(
+        "{}: ok ({} point(s) x {} strateg{} x {} run(s) = {runs} runs)",
+        a.file.display(),
+        exp.points.len(),
+        strategies,
+        if strategies == 1 { "y" } else { "ies" },
+        exp.runs
+    );
+    Ok(())
+}
+
+/// `retrysim run`: run the cells (or one shard of them) and write the result folder.
+pub fn run(a: &RunArgs) -> Result<(), Error> {
+    let exp = load(&a.file, &a.overrides)?;
+    let shard = a.shard.as_deref().map(Shard::parse).transpose().map_err(|reason| Error::Flag {
+        flag: format!("--shard {}", a.shard.as_deref().unwrap_or_default()),
+        reason,
+    })?;
+    if !a.quiet {
+        warn(&a.file, &exp);
+    }
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&exp.name));
+    if a.resume && is_complete(&out, &exp, shard) {
+        if !a.quiet {
+            println!("{}: already complete for this experiment, skipped (--resume)", out.display());
+        }
+        return Ok(());
+    }
+    let threads = a
+        .threads
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    // A second Ctrl-C (or one before the handler is set) ends the process the usual way.
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+
+    let cells = sweep::cells(&exp, shard);
+    let total = cells.len() as u64 * exp.runs as u64;
+    let interval = std::time::Duration::from_secs_f64(a.progress_interval.max(0.0));
+    let mut progress = Progress::new(&exp.name, total, a.quiet, interval);
+    let mut writer = ResultWriter::create(&out, &exp, shard)?;
+    let started = std::time::Instant::now();
+    let mut events = 0;
+    let outcome = sweep::execute(
+        &exp,
+        &cells,
+        threads,
+        &mut writer,
+        &mut |done, ev| {
+            events = ev;
+            progress.update(done, ev);
+        },
+        &STOP,
+    );
+    match outcome {
+        Ok(()) => {}
+        Err(Stopped::Interrupted) => return Err(Error::Interrupted),
+        Err(Stopped::Sink(e)) => return Err(e.into()),
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let line = format!(
+        "{}: {total} runs, {events} events in {wall:.3} s on {threads} thread(s): {:.2} M events/s; peak memory {}",
+        exp.name,
+        events as f64 / wall.max(1e-9) / 1e6,
+        crate::stats::peak_memory().map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
+    );
+    progress.finish(&line);
+    let written = writer.commit()?;
+    if !a.quiet {
+        for p in &written {
+            println!("wrote {}", p.display());
+        }
+    }
+    if a.stats {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// `retrysim merge`: join shard folders.
+pub fn merge(a: &MergeArgs) -> Result<(), Error> {
+    for p in report::merge::merge(&a.out, &a.shards)? {
+        println!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// Whether `dir` holds the complete result of `exp` (and `shard`): its manifest, written last,
+/// names the same experiment as run.
+fn is_complete(dir: &Path, exp: &Experiment, shard: Option<Shard>) -> bool {
+    let Ok(bytes) = std::fs::read(dir.join(Manifest::FILE)) else { return false };
+    let Ok(m) = Manifest::from_json(&bytes) else { return false };
+    m == Manifest::of(exp, shard)
+}
+
+/// Prints the setup's warnings (valid, but testing less than it seems) on stderr.
+fn warn(file: &Path, exp: &Experiment) {
+    for w in experiment::warnings(exp) {
+        eprintln!("warning: {}: {w}", file.display());
+    }
+}
+
+fn load(file: &Path, o: &OverrideArgs) -> Result<Experiment, Error> {
+    let set = o.set.iter().map(|kv| experiment::parse_set_arg(kv)).collect::<Result<Vec<_>, _>>()?;
+    Ok(experiment::load(file, &Overrides { set, runs: o.runs, seed: o.seed })?)
+}

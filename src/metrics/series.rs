@@ -1,0 +1,245 @@
+//! What happened over simulated time in one run, bucketed (`[output] bucket`, default 1 s):
+//! the columns of `timeseries.csv` (DESIGN §6). This is the one list of series; the writer,
+//! the aggregation across runs and the reports all read [`SERIES`].
+//!
+//! | series | per bucket | total over buckets |
+//! |---|---|---|
+//! | `offered` | attempts sent by clients | `calls` |
+//! | `accepted` | requests the server took in (started or queued) | |
+//! | `rejected` | requests it turned away without the work (error answers, full queue, silence) | `server_calls - accepted` |
+//! | `successes` | operations that ended in success | `succeeded` |
+//! | `failures` | operations that ended in failure (those pending at the horizon in the last bucket) | `failed` |
+//! | `timeouts` | attempts whose client stopped waiting before an answer | |
+//! | `in_service` | requests being served at the bucket's end | |
+//! | `queued` | requests waiting at the bucket's end | |
+//! | `duplicates` | side-effect executions beyond an operation's first | `duplicates` |
+//! | `success_rate` | success rate of the operations *started* in the bucket (empty if none) | |
+
+use crate::engine::{Instant, Span};
+
+/// The series, in CSV order.
+pub const SERIES: [&str; 10] = [
+    "offered",
+    "accepted",
+    "rejected",
+    "successes",
+    "failures",
+    "timeouts",
+    "in_service",
+    "queued",
+    "duplicates",
+    "success_rate",
+];
+
+/// Index of each count series in a bucket's array.
+#[derive(Clone, Copy, Debug)]
+#[repr(usize)]
+pub enum Count {
+    Offered = 0,
+    Accepted = 1,
+    Rejected = 2,
+    Successes = 3,
+    Failures = 4,
+    Timeouts = 5,
+    InService = 6,
+    Queued = 7,
+    Duplicates = 8,
+}
+
+const COUNTS: usize = 9;
+
+/// One bucket of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Bucket {
+    counts: [u64; COUNTS],
+    /// Operations started in the bucket, and how many of them succeeded.
+    started: u64,
+    started_ok: u64,
+}
+
+/// One run's series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeSeries {
+    width: Span,
+    buckets: Vec<Bucket>,
+    /// The current bucket's end, so that recording at monotone times is one comparison.
+    current: usize,
+    current_end: Instant,
+    /// Levels (in service, queued) since the last change, carried into buckets that end
+    /// before the next change.
+    levels: (u64, u64),
+    levels_from: usize,
+}
+
+impl TimeSeries {
+    /// Buckets of `width` covering `[0, horizon]` (the horizon instant is in the last one).
+    pub fn new(width: Span, horizon: Instant) -> TimeSeries {
+        let n = horizon.bucket(width) + 1;
+        TimeSeries {
+            width,
+            buckets: vec![Bucket::default(); n],
+            current: 0,
+            current_end: Instant::ZERO + width,
+            levels: (0, 0),
+            levels_from: 0,
+        }
+    }
+
+    /// An empty series (no buckets), for runs that keep none.
+    pub fn none() -> TimeSeries {
+        TimeSeries {
+            width: Span::from_secs(1),
+            buckets: Vec::new(),
+            current: 0,
+            current_end: Instant::NEVER,
+            levels: (0, 0),
+            levels_from: 0,
+        }
+    }
+
+    pub fn width(&self) -> Span {
+        self.width
+    }
+
+    /// Buckets in the series.
+    pub fn len(&self) -> usize {
+        self.buckets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    /// The bucket of `now`, for times that never decrease between calls (the clock).
+    #[inline]
+    fn at(&mut self, now: Instant) -> Option<&mut Bucket> {
+        if now >= self.current_end {
+            self.current = now.bucket(self.width);
+            self.current_end = Instant::ZERO + self.width * (self.current as u64 + 1);
+        }
+        self.buckets.get_mut(self.current)
+    }
+
+    /// Adds one to series `c` at the current time `now`.
+    #[inline]
+    pub fn count(&mut self, c: Count, now: Instant) {
+        if let Some(b) = self.at(now) {
+            b.counts[c as usize] += 1;
+        }
+    }
+
+    /// An operation that started at `started` ended at `now` (`ok`: in success).
+    #[inline]
+    pub fn op_ended(&mut self, started: Instant, now: Instant, ok: bool) {
+        let c = if ok { Count::Successes } else { Count::Failures };
+        self.count(c, now);
+        if ok && let Some(b) = self.buckets.get_mut(started.bucket(self.width)) {
+            b.started_ok += 1;
+        }
+    }
+
+    /// An operation started at `now`.
+    #[inline]
+    pub fn op_started(&mut self, now: Instant) {
+        if let Some(b) = self.at(now) {
+            b.started += 1;
+        }
+    }
+
+    /// From `now` on, `in_service` requests are being served and `queued` wait. Buckets that
+    /// ended since the last change keep the levels from before it.
+    #[inline]
+    pub fn levels(&mut self, now: Instant, in_service: u64, queued: u64) {
+        if self.buckets.is_empty() {
+            return;
+        }
+        let b = if self.at(now).is_some() { self.current } else { self.buckets.len() - 1 };
+        self.fill_levels(b);
+        self.levels = (in_service, queued);
+    }
+
+    /// Writes the current levels into the buckets `levels_from..upto` (those that ended).
+    fn fill_levels(&mut self, upto: usize) {
+        for bucket in &mut self.buckets[self.levels_from..upto] {
+            bucket.counts[Count::InService as usize] = self.levels.0;
+            bucket.counts[Count::Queued as usize] = self.levels.1;
+        }
+        self.levels_from = self.levels_from.max(upto);
+    }
+
+    /// Closes the series at the end of the run: the last levels hold to the end.
+    pub fn finish(&mut self) {
+        let n = self.buckets.len();
+        self.fill_levels(n);
+    }
+
+    /// The value of every series in bucket `i`, in [`SERIES`] order (`success_rate` is None
+    /// when no operation started in the bucket).
+    pub fn row(&self, i: usize) -> [Option<f64>; SERIES.len()] {
+        let b = &self.buckets[i];
+        let mut row = [None; SERIES.len()];
+        for (c, v) in b.counts.iter().enumerate() {
+            row[c] = Some(*v as f64);
+        }
+        row[COUNTS] = (b.started > 0).then(|| b.started_ok as f64 / b.started as f64);
+        row
+    }
+
+    /// The sum of count series `c` over all buckets.
+    pub fn total(&self, c: Count) -> u64 {
+        self.buckets.iter().map(|b| b.counts[c as usize]).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: u64) -> Instant {
+        Instant::from_ns(ms * 1_000_000)
+    }
+
+    #[test]
+    fn counts_land_in_their_bucket() {
+        let mut s = TimeSeries::new(Span::from_secs(1), t(3000));
+        assert_eq!(s.len(), 4, "[0, 3 s] in 1 s buckets: the horizon is in the fourth");
+        s.count(Count::Offered, t(0));
+        s.count(Count::Offered, t(999));
+        s.count(Count::Offered, t(1000));
+        s.count(Count::Offered, t(3000));
+        assert_eq!(s.row(0)[0], Some(2.0));
+        assert_eq!(s.row(1)[0], Some(1.0));
+        assert_eq!(s.row(2)[0], Some(0.0));
+        assert_eq!(s.row(3)[0], Some(1.0));
+        assert_eq!(s.total(Count::Offered), 4);
+    }
+
+    #[test]
+    fn success_rate_is_by_start_bucket() {
+        let mut s = TimeSeries::new(Span::from_secs(1), t(5000));
+        for _ in 0..4 {
+            s.op_started(t(100));
+        }
+        s.op_ended(t(100), t(2500), true);
+        s.op_ended(t(100), t(2600), false);
+        s.op_ended(t(100), t(2700), true);
+        assert_eq!(s.row(0)[9], Some(0.5), "2 of the 4 started in bucket 0 succeeded");
+        assert_eq!(s.row(2)[9], None, "nothing started in bucket 2");
+        assert_eq!((s.row(2)[3], s.row(2)[4]), (Some(2.0), Some(1.0)), "ends by end time");
+    }
+
+    #[test]
+    fn levels_are_taken_at_each_bucket_end() {
+        let mut s = TimeSeries::new(Span::from_secs(1), t(4000));
+        s.levels(t(200), 3, 1);
+        s.levels(t(700), 5, 2);
+        // Nothing changes for two seconds: buckets 0 and 1 end with (5, 2).
+        s.levels(t(2100), 1, 0);
+        s.finish();
+        let levels = |i| (s.row(i)[6], s.row(i)[7]);
+        assert_eq!(levels(0), (Some(5.0), Some(2.0)));
+        assert_eq!(levels(1), (Some(5.0), Some(2.0)));
+        assert_eq!(levels(2), (Some(1.0), Some(0.0)));
+        assert_eq!(levels(4), (Some(1.0), Some(0.0)), "the last levels hold to the end");
+    }
+}

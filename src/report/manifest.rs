@@ -1,0 +1,169 @@
+//! `manifest.json`: what a result folder holds and where it came from: the experiment (its
+//! text and description), the sweep's points with the facts charts need (capacity, fault
+//! windows), the shard, and a fingerprint that `merge` and `--resume` compare. Written last,
+//! so a folder with a manifest holds a complete result.
+
+use crate::experiment::{DistSpec, Experiment, FaultSpec, ServerSpec};
+use crate::sweep::Shard;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub retrysim_version: String,
+    pub name: String,
+    /// The experiment file's leading comment block.
+    pub description: String,
+    pub seed: u64,
+    pub runs: u32,
+    /// Width of `timeseries.csv`'s buckets, in seconds.
+    pub bucket_s: f64,
+    /// Whether `timeseries.csv` was written.
+    pub timeseries: bool,
+    pub sweep_keys: Vec<String>,
+    pub strategies: Vec<String>,
+    pub points: Vec<PointInfo>,
+    /// Identifies the experiment as run: its text, the command-line changes and the version.
+    /// Shards of one run share it.
+    pub fingerprint: String,
+    /// The experiment file as it was read (before command-line changes).
+    pub experiment_toml: String,
+    /// The command-line changes (`--set`, `--runs`, `--seed`), in order.
+    pub overrides: Vec<String>,
+    /// `null` for a whole run.
+    pub shard: Option<ShardInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointInfo {
+    /// The swept keys' values at this point, as in the CSV columns.
+    pub values: Vec<String>,
+    /// Requests per second the server completes at full load (workers / mean service time);
+    /// `null` when it has no such number (the OCC resource).
+    pub capacity_rps: Option<f64>,
+    pub faults: Vec<FaultInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultInfo {
+    pub kind: String,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Manifest {
+    pub const FILE: &'static str = "manifest.json";
+
+    pub fn of(exp: &Experiment, shard: Option<Shard>) -> Manifest {
+        let first = &exp.points[0];
+        Manifest {
+            retrysim_version: env!("CARGO_PKG_VERSION").to_owned(),
+            name: exp.name.clone(),
+            description: exp.description.clone(),
+            seed: exp.seed,
+            runs: exp.runs,
+            bucket_s: first.spec.output.bucket.span().as_secs_f64(),
+            timeseries: exp.timeseries,
+            sweep_keys: exp.sweep_keys.clone(),
+            strategies: first.strategies.iter().map(|s| s.name.clone()).collect(),
+            points: exp.points.iter().map(|p| point_info(&p.values, &p.spec.server)).collect(),
+            fingerprint: exp.fingerprint.clone(),
+            experiment_toml: exp.source.clone(),
+            overrides: exp.overrides.clone(),
+            shard: shard.map(|s| ShardInfo { index: s.index, count: s.count }),
+        }
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("a manifest always serialises");
+        bytes.push(b'\n');
+        bytes
+    }
+
+    pub fn from_json(bytes: &[u8]) -> Result<Manifest, String> {
+        serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    }
+}
+
+fn point_info(values: &[String], server: &ServerSpec) -> PointInfo {
+    let (capacity_rps, faults) = match server {
+        ServerSpec::Queue(q) => {
+            let mean_s = mean_s(&q.service_time);
+            let capacity = (mean_s > 0.0).then(|| q.concurrency as f64 / mean_s);
+            let faults = q
+                .faults
+                .iter()
+                .map(|f| {
+                    let (start, duration) = f.window();
+                    let kind = match f {
+                        FaultSpec::Outage { .. } => "outage",
+                        FaultSpec::Capacity { .. } => "capacity",
+                        FaultSpec::Slowdown { .. } => "slowdown",
+                        FaultSpec::Errors { .. } => "errors",
+                    };
+                    let start_s = start.span().as_secs_f64();
+                    FaultInfo {
+                        kind: kind.to_owned(),
+                        start_s,
+                        end_s: start_s + duration.span().as_secs_f64(),
+                    }
+                })
+                .collect();
+            (capacity, faults)
+        }
+        ServerSpec::Occ {} => (None, Vec::new()),
+    };
+    PointInfo { values: values.to_vec(), capacity_rps, faults }
+}
+
+/// The mean of a duration distribution, in seconds (the folded normal's exactly).
+fn mean_s(d: &DistSpec) -> f64 {
+    let s = |d: crate::experiment::Duration| d.span().as_secs_f64();
+    match *d {
+        DistSpec::Constant { value } => s(value),
+        DistSpec::Uniform { low, high } => (s(low) + s(high)) / 2.0,
+        DistSpec::Exponential { mean } => s(mean),
+        DistSpec::Lognormal { median, sigma } => s(median) * (sigma * sigma / 2.0).exp(),
+        DistSpec::Normal { mean, sd } => {
+            let (m, sd) = (s(mean), s(sd));
+            if sd == 0.0 {
+                return m;
+            }
+            // E|X| for X ~ N(m, sd^2): sd sqrt(2/pi) exp(-m^2 / 2sd^2) + m (1 - 2 Phi(-m/sd)).
+            let z = m / sd;
+            sd * (2.0 / std::f64::consts::PI).sqrt() * (-z * z / 2.0).exp() + m * (1.0 - 2.0 * phi(-z))
+        }
+    }
+}
+
+/// The standard normal CDF (Abramowitz-Stegun 7.1.26 through erf; 1e-7 is plenty here).
+fn phi(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.3275911 * x.abs() / std::f64::consts::SQRT_2);
+    let poly =
+        t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    let erf = 1.0 - poly * (-(x * x) / 2.0).exp();
+    if x >= 0.0 { 0.5 * (1.0 + erf) } else { 0.5 * (1.0 - erf) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Duration;
+
+    #[test]
+    fn capacity_from_the_mean_service_time() {
+        let ms = |v: u64| Duration(v * 1_000_000);
+        assert!((mean_s(&DistSpec::Exponential { mean: ms(100) }) - 0.1).abs() < 1e-12);
+        assert!((mean_s(&DistSpec::Uniform { low: ms(10), high: ms(30) }) - 0.02).abs() < 1e-12);
+        // |N(10, 2)| is N(10, 2) to many digits; |N(0, 1)| has mean sqrt(2/pi).
+        assert!((mean_s(&DistSpec::Normal { mean: ms(10), sd: ms(2) }) - 0.01).abs() < 1e-9);
+        let folded = mean_s(&DistSpec::Normal { mean: ms(0), sd: ms(1000) });
+        assert!((folded - (2.0 / std::f64::consts::PI).sqrt()).abs() < 1e-6);
+        assert!((phi(0.0) - 0.5).abs() < 1e-9 && (phi(1.96) - 0.975).abs() < 1e-4);
+    }
+}
