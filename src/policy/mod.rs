@@ -5,6 +5,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod decision;
 pub mod retry_on;
+pub mod throttle;
 pub mod uniform;
 
 pub use backoff::{Backoff, BackoffState};
