@@ -12,3 +12,4 @@ pub use backoff::{Backoff, BackoffState};
 pub use breaker::{Breaker, BreakerParams, BreakerState, BreakerWindow};
 pub use decision::{Decision, FailReason, RetryPolicy};
 pub use retry_on::{Outcome, RetryOn};
+pub use throttle::{AwsAdaptive, SreThrottle, SreThrottleParams};
