@@ -2,10 +2,15 @@
 //! engine. The model (`crate::model`) asks them what to do; they never see events.
 
 pub mod backoff;
+pub mod budget;
 pub mod decision;
 pub mod retry_on;
 pub mod uniform;
 
 pub use backoff::{Backoff, BackoffState};
+pub use budget::{
+    ConcurrencyBudget, ConcurrencyBudgetParams, GrpcThrottle, GrpcThrottleParams, RatioBudget,
+    RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
+};
 pub use decision::{Decision, FailReason, RetryPolicy};
 pub use retry_on::{Outcome, RetryOn};
