@@ -4,6 +4,7 @@
 pub mod backoff;
 pub mod budget;
 pub mod decision;
+pub mod presets;
 pub mod retry_after;
 pub mod retry_on;
 pub mod uniform;
@@ -14,5 +15,6 @@ pub use budget::{
     RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
 };
 pub use decision::{Decision, FailReason, RetryPolicy};
+pub use presets::Preset;
 pub use retry_after::{RetryAfter, RetryAfterMode, RetryAfterPolicy, RetryDelay};
 pub use retry_on::{Outcome, RetryOn};
