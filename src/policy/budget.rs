@@ -10,7 +10,20 @@
 //! | [`ConcurrencyBudget`] | Envoy `retry_budget` (§3e) | `active_retries < max(floor(percent/100 * active_requests), min_concurrency)` | retries ending |
 //!
 //! The gate around every attempt classifies a retryable failure as a [`RetryCause`] (only the
-//! token bucket prices them differently) and calls these before each retry. None of them
+//! token bucket prices them differently) and calls these before each retry:
+//!
+//! - [`TokenBucket`]: after a retryable failure, `try_acquire(cause)` (`None`: fail the
+//!   operation with reason `budget`; `Some(cost)`: keep `cost` as the operation's last
+//!   acquisition); when the operation ends in success, `on_success(last)`.
+//! - [`GrpcThrottle`]: after every attempt that failed with a retryable status,
+//!   `record_failure_and_check()` (`false`: fail with `budget`); after a successful call,
+//!   `record_success()`.
+//! - [`RatioBudget`]: `deposit(now)` when an operation starts; `try_withdraw(now)` before each
+//!   retry.
+//! - [`ConcurrencyBudget`]: `attempt_started(is_retry)` / `attempt_ended(is_retry)` around
+//!   every attempt; `retry_allowed()` after a failed attempt has ended, before its retry starts.
+//!
+//! None of them
 //! allocates after construction, draws random numbers or reads a clock: time comes in as an
 //! [`Instant`] where it matters ([`RatioBudget`]).
 
@@ -69,7 +82,7 @@ impl TokenBucketParams {
         retry_cost: 14.0,     // reference §1b v2.1: _RETRY_COST_V2, any other retryable error 14
         timeout_cost: 14.0,   // reference §1a/§1c: timeouts no longer a separate cost class (2.1: timeout 14)
         throttling_cost: 5.0, // reference §1b v2.1: throttling error 5
-        success_refund: 1.0,  // reference §1b: NO_RETRY_INCREMENT = 1 (unchanged in v2.1)
+        success_refund: 1.0,  // reference §1b: NO_RETRY_INCREMENT = 1 (the reference lists no v2.1 change)
     };
 
     /// The cost of a retry after a failure of this cause.
@@ -183,6 +196,11 @@ impl GrpcThrottleParams {
 /// itself not retried. The gate calls [`GrpcThrottle::record_failure`] then
 /// [`GrpcThrottle::retry_allowed`], or [`GrpcThrottle::record_failure_and_check`] which does
 /// both.
+///
+/// **What counts (grpc-go `csAttempt.shouldRetry`):** every failed *attempt* whose status is
+/// retryable, checked before `maxAttempts`, so the last attempt's failure counts too; a
+/// negative pushback counts as a failure whatever the status; a success is counted once per
+/// successful call. The reference says "every failed RPC"; grpc-go counts attempts.
 ///
 /// In steady state, with a fraction `f` of RPCs failing, tokens drift by
 /// `(1 - f) * token_ratio - f` per RPC: retries stop once `f > token_ratio / (1 + token_ratio)`
@@ -509,8 +527,12 @@ impl ConcurrencyBudgetParams {
 /// and holds it through the backoff until that retry's answer is judged
 /// (`RetryStateImpl::shouldRetry` / `resetRetry`); here a retry counts from
 /// [`ConcurrencyBudget::attempt_started`] to [`ConcurrencyBudget::attempt_ended`], i.e. only
-/// while in flight, as DESIGN §4.2 states it. With backoffs short next to response times (Envoy's
-/// 25–250 ms) the two are close; with long backoffs Envoy is stricter.
+/// while in flight, as the gate's interface has it. With backoffs short next to response times
+/// (Envoy's 25–250 ms) the two are close; with long backoffs Envoy is stricter.
+///
+/// DESIGN §4.2 writes the rule as "active retries <= max(percent x active requests,
+/// min_concurrency)": the same bound, counted once the retry has started (for integers,
+/// `a + 1 <= m` is `a < m`), with `max` taken before the retry's own request is counted.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ConcurrencyBudget {
     params: ConcurrencyBudgetParams,
