@@ -1,16 +1,26 @@
 //! Client retry policy: pure functions and small state machines, unit-tested without the
-//! engine. The model (`crate::model`) asks them what to do; they never see events.
+//! engine. The model (`crate::model`) asks them what to do; they never see events, and they
+//! import no file-format types (conversion lives in `crate::model::build`).
 
 pub mod backoff;
 pub mod breaker;
+pub mod budget;
 pub mod decision;
 pub mod gate;
+pub mod presets;
+pub mod retry_after;
 pub mod retry_on;
 pub mod throttle;
 pub mod uniform;
 
 pub use backoff::{Backoff, BackoffState};
 pub use breaker::{Breaker, BreakerParams, BreakerState, BreakerWindow};
+pub use budget::{
+    ConcurrencyBudget, ConcurrencyBudgetParams, GrpcThrottle, GrpcThrottleParams, RatioBudget,
+    RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
+};
 pub use decision::{Decision, FailReason, FailedAttempt, RetryPermission, RetryPolicy};
+pub use presets::Preset;
+pub use retry_after::{RetryAfter, RetryAfterMode, RetryAfterPolicy, RetryDelay};
 pub use retry_on::{Outcome, RetryOn};
 pub use throttle::{AwsAdaptive, SreThrottle, SreThrottleParams};
