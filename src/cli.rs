@@ -23,6 +23,23 @@ pub enum Command {
     Check(CheckArgs),
     /// Join the folders of `run --shard 1/N` .. `N/N` into the files of the whole run.
     Merge(MergeArgs),
+    /// Print the JSON Schema of experiment files (for editors: taplo, VS Code).
+    Schema(SchemaArgs),
+    /// List the production presets, or print one with the source of each value.
+    Presets(PresetsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Print README's key reference (Markdown) instead of the JSON Schema.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PresetsArgs {
+    /// The preset to print; without it, list them all.
+    pub name: Option<String>,
 }
 
 /// Overrides shared by `run` and `check`.

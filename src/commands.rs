@@ -2,8 +2,9 @@
 //! library and prints what the user should see. `main.rs` only dispatches and maps errors to
 //! exit codes.
 
-use crate::cli::{CheckArgs, MergeArgs, OverrideArgs, RunArgs};
+use crate::cli::{CheckArgs, MergeArgs, OverrideArgs, PresetsArgs, RunArgs, SchemaArgs};
 use crate::experiment::{self, Experiment, Overrides};
+use crate::policy::presets;
 use crate::progress::Progress;
 use crate::report::manifest::Manifest;
 use crate::report::writer::ResultWriter;
@@ -103,6 +104,65 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
 pub fn merge(a: &MergeArgs) -> Result<(), Error> {
     for p in report::merge::merge(&a.out, &a.shards)? {
         println!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// `retrysim schema`: the JSON Schema, or README's key reference.
+pub fn schema(a: &SchemaArgs) -> Result<(), Error> {
+    if a.markdown {
+        print!("{}", experiment::schema::markdown::reference());
+    } else {
+        print!("{}", experiment::schema::json::text());
+    }
+    Ok(())
+}
+
+/// `retrysim presets [NAME]`.
+pub fn presets(a: &PresetsArgs) -> Result<(), Error> {
+    let Some(name) = &a.name else {
+        let width = presets::PRESETS.iter().map(|p| p.name.len()).max().unwrap_or(0);
+        for p in presets::PRESETS {
+            println!("{:width$}  {}", p.name, p.summary);
+        }
+        println!(
+            "\nUse one with `preset = \"NAME\"` in a [[strategies]] entry; `retrysim presets NAME` shows its values."
+        );
+        return Ok(());
+    };
+    let p = presets::find(name).ok_or_else(|| Error::Flag {
+        flag: format!("presets {name}"),
+        reason: format!(
+            "no preset named `{name}`{}; the presets are: {}",
+            experiment::schema::check::closest(name, presets::PRESETS.iter().map(|p| p.name))
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default(),
+            presets::PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+        ),
+    })?;
+    println!("# preset \"{}\": {}", p.name, p.summary);
+    println!(
+        "# Sources: reference/retry-policies.md, section per line. Any key can be overridden in the strategy."
+    );
+    println!("{}", p.toml.trim_end());
+    let set: toml::Table = p.toml.parse().unwrap_or_default();
+    let rest: Vec<String> = experiment::schema::CLIENT
+        .fields
+        .iter()
+        .filter(|f| !set.contains_key(f.key))
+        .map(|f| match f.default {
+            experiment::schema::IfAbsent::Value(v) => format!("{} = {v}  # retrysim default", f.key),
+            experiment::schema::IfAbsent::Absent(means) => {
+                format!("# {}: not set ({means}), unless [client] sets it", f.key)
+            }
+            experiment::schema::IfAbsent::Required => format!("# {}: required", f.key),
+        })
+        .collect();
+    if !rest.is_empty() {
+        println!("\n# Keys the preset leaves out: [client]'s value if it has one, else:");
+        for line in rest {
+            println!("{line}");
+        }
     }
     Ok(())
 }

@@ -5,11 +5,20 @@ use retrysim::cli::{Cli, Command};
 use retrysim::commands;
 
 fn main() {
+    // Like every Unix tool: when the reader of our output goes away (`retrysim schema | head`),
+    // end quietly instead of failing on the write.
+    #[cfg(unix)]
+    // SAFETY: restoring the default action of a signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let outcome = match &cli.command {
         Command::Run(a) => commands::run(a),
         Command::Check(a) => commands::check(a),
         Command::Merge(a) => commands::merge(a),
+        Command::Schema(a) => commands::schema(a),
+        Command::Presets(a) => commands::presets(a),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e}");

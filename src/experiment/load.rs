@@ -12,7 +12,7 @@ mod paths;
 pub(in crate::experiment) use paths::strategy_key;
 
 use super::validate::validate;
-use super::{ConfigError, Experiment, Overrides, Point, Strategy};
+use super::{ConfigError, Experiment, Overrides, Point};
 use std::path::Path;
 use toml::{Table, Value};
 
@@ -39,13 +39,27 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
     let sets = apply_sets(&mut tree, &mut sweep, &overrides.set)?;
     let axes = sweep.axes(origin)?;
     let count = point_count(&axes, origin)?;
-    let points = (0..count)
-        .map(|index| build_point(&tree, &axes, index, origin, &sets, overrides))
-        .collect::<Result<Vec<_>, _>>()?;
-    // There is always a point (every axis is non-empty); name, seed and runs cannot be swept,
-    // so the first point's are every point's.
+    let mut points = Vec::with_capacity(count);
+    let mut skipped = Vec::new();
+    for index in 0..count {
+        match build_point(&tree, &axes, index, origin, &sets, overrides) {
+            Ok(p) => points.push(p),
+            // `[sweep] skip_invalid`: a point that validation refuses is left out and listed.
+            Err(e) if sweep.skip_invalid && is_validation(&e) => skipped.push(Skipped {
+                values: point_values(&axes, index).into_iter().map(render).collect(),
+                reason: e.to_string(),
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    // Name, seed, runs and output cannot be swept, so the first point's are every point's.
     let Some(first) = points.first().map(|p| &p.spec) else {
-        return Err(invalid(origin, "sweep", "the sweep has no points".to_owned()));
+        let reason = format!(
+            "every point of the sweep is invalid ({} skipped); the first: {}",
+            skipped.len(),
+            skipped.first().map_or("", |s| s.reason.as_str())
+        );
+        return Err(invalid(origin, "sweep", reason));
     };
     Ok(Experiment {
         name: first.name.clone(),
@@ -58,6 +72,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         timeseries: first.output.timeseries,
         sweep_keys: axes.iter().map(|a| a.key.clone()).collect(),
         points,
+        skipped,
     })
 }
 
@@ -129,11 +144,19 @@ fn default_server_kind(tree: &mut Table) {
     }
 }
 
-/// A `--set` that has been applied to the tree, kept to re-word errors found at its key.
+/// A `--set` that has been applied to the tree, kept to re-word errors found at its keys.
 struct AppliedSet {
     arg: String,
-    /// The key as the decoder names it (`strategies.NAME...`), to match its errors.
-    key: String,
+    /// The keys as the decoder names them (`strategies.NAME...`; one per strategy for
+    /// `strategies.*`), to match its errors.
+    keys: Vec<String>,
+}
+
+/// Whether an error is about a value (so `skip_invalid` may skip its point) rather than the
+/// file's shape (unknown or missing keys, which no point can fix).
+fn is_validation(e: &ConfigError) -> bool {
+    matches!(e, ConfigError::InvalidValue { .. })
+        || matches!(e, ConfigError::BadOverride { reason, .. } if !reason.contains("is not a valid key"))
 }
 
 /// Applies each `--set` in order. `sweep.KEY=[...]` replaces that sweep entry; a `--set` of a
@@ -152,10 +175,11 @@ fn apply_sets(
             sweep.set(target, value).map_err(bad)?;
             continue;
         }
-        let canonical = paths::set(tree, key, value).map_err(bad)?;
+        let path = paths::KeyPath::parse(tree, key).map_err(bad)?;
+        path.set(tree, value).map_err(bad)?;
         sweep.remove(key.trim());
-        sweep.remove(&canonical);
-        applied.push(AppliedSet { arg, key: canonical });
+        sweep.remove(&path.shown(tree));
+        applied.push(AppliedSet { arg, keys: path.concrete(tree) });
     }
     Ok(applied)
 }
@@ -163,6 +187,17 @@ fn apply_sets(
 /// The `[sweep]` table, flattened to dotted keys in file order.
 struct Sweep {
     entries: Vec<(String, Value)>,
+    /// `skip_invalid = true`: leave out the points that validation refuses.
+    skip_invalid: bool,
+}
+
+/// A sweep point left out by `skip_invalid`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    /// The swept keys' values at the point.
+    pub values: Vec<String>,
+    /// Why validation refused it.
+    pub reason: String,
 }
 
 /// One swept key with its values.
@@ -191,7 +226,23 @@ impl Sweep {
                 ));
             }
         };
-        Ok(Sweep { entries })
+        let mut sweep = Sweep { entries, skip_invalid: false };
+        sweep.take_skip_invalid(origin)?;
+        Ok(sweep)
+    }
+
+    /// Moves `skip_invalid` out of the entries: it is a setting, not a swept key.
+    fn take_skip_invalid(&mut self, origin: &str) -> Result<(), ConfigError> {
+        if let Some(i) = self.entries.iter().position(|(k, _)| k == "skip_invalid") {
+            match self.entries.remove(i).1 {
+                Value::Boolean(b) => self.skip_invalid = b,
+                other => {
+                    let reason = format!("expected true or false, found a {}", other.type_str());
+                    return Err(invalid(origin, "sweep.skip_invalid", reason));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `--set sweep.KEY=[...]` (replace or add one key) or `--set sweep={...}` (replace all).
@@ -201,9 +252,17 @@ impl Sweep {
                 return Err("`sweep` must be set to a table, e.g. sweep={} to run no sweep".to_owned());
             };
             self.entries.clear();
+            self.skip_invalid = false;
             flatten("", table, &mut self.entries);
-            return Ok(());
+            return self.take_skip_invalid("--set").map_err(|e| e.to_string());
         };
+        if key == "skip_invalid" {
+            let Value::Boolean(b) = value else {
+                return Err("`sweep.skip_invalid` must be true or false".to_owned());
+            };
+            self.skip_invalid = b;
+            return Ok(());
+        }
         match self.entries.iter_mut().find(|(k, _)| *k == key) {
             Some(entry) => entry.1 = value,
             None => self.entries.push((key, value)),
@@ -223,7 +282,7 @@ impl Sweep {
 
 fn axis(key: &str, value: &Value, origin: &str) -> Result<Axis, ConfigError> {
     let shown = sweep_key(key);
-    if UNSWEEPABLE.contains(&key) {
+    if UNSWEEPABLE.iter().any(|u| key == *u || key.strip_prefix(u).is_some_and(|r| r.starts_with('.'))) {
         let reason = format!("`{key}` applies to the whole experiment and cannot be swept; set it once");
         return Err(invalid(origin, &shown, reason));
     }
@@ -298,22 +357,25 @@ fn build_point(
     let mut tree = tree.clone();
     let mut swept = Vec::with_capacity(axes.len());
     for (axis, value) in axes.iter().zip(&values) {
-        let canonical =
-            paths::set(&mut tree, &axis.key, (*value).clone()).map_err(|reason| ConfigError::UnknownKey {
-                origin: origin.to_owned(),
-                key: sweep_key(&axis.key),
-                suggestion: None,
-                help: Some(reason),
-            })?;
-        swept.push((canonical, axis.key.as_str(), render(value)));
+        let unknown = |reason| ConfigError::UnknownKey {
+            origin: origin.to_owned(),
+            key: sweep_key(&axis.key),
+            suggestion: None,
+            help: Some(reason),
+        };
+        let path = paths::KeyPath::parse(&tree, &axis.key).map_err(unknown)?;
+        path.set(&mut tree, (*value).clone()).map_err(unknown)?;
+        for canonical in path.concrete(&tree) {
+            swept.push((canonical, axis.key.as_str(), render(value)));
+        }
     }
     let blame = |e| attribute(e, sets, &swept);
     let mut spec = decode::experiment(&tree, origin).map_err(blame)?;
     spec.runs = overrides.runs.unwrap_or(spec.runs);
     spec.seed = overrides.seed.unwrap_or(spec.seed);
     validate(&spec, origin).map_err(blame)?;
-    let strategies = spec.strategies.iter().map(|s| Strategy::resolve(&spec.client, s)).collect();
-    let values = swept.into_iter().map(|(_, _, v)| v).collect();
+    let strategies = spec.strategies.clone();
+    let values = values.into_iter().map(render).collect();
     Ok(Point { values, spec, strategies })
 }
 
@@ -332,9 +394,15 @@ fn attribute(err: ConfigError, sets: &[AppliedSet], swept: &[(String, &str, Stri
     let Some(key) = error_key(&err) else {
         return err;
     };
-    let caused = |s: &&AppliedSet| overlaps(key, &s.key) || changes_kind_of(&s.key, key);
+    let caused = |s: &&AppliedSet| s.keys.iter().any(|k| overlaps(key, k) || changes_kind_of(k, key));
     if let Some(set) = sets.iter().rev().find(caused) {
-        return ConfigError::BadOverride { arg: set.arg.clone(), reason: override_reason(err, &set.key) };
+        let set_key = set
+            .keys
+            .iter()
+            .find(|k| overlaps(key, k) || changes_kind_of(k, key))
+            .cloned()
+            .unwrap_or_default();
+        return ConfigError::BadOverride { arg: set.arg.clone(), reason: override_reason(err, &set_key) };
     }
     match swept.iter().find(|(canonical, _, _)| overlaps(key, canonical)) {
         Some((canonical, raw, value)) => from_sweep(err, canonical, raw, value),
@@ -424,49 +492,7 @@ fn invalid(origin: &str, key: &str, reason: String) -> ConfigError {
     ConfigError::InvalidValue { origin: origin.to_owned(), key: key.to_owned(), reason }
 }
 
-/// `a.b` from `a` and `b`; just `b` at the top level.
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
-}
-
-/// The candidate closest to `word` by edit distance, when it is close enough to be a typo:
-/// at most one edit per three characters (and always one), as a human mistypes. Ties go to
-/// the candidate sharing the longer start (`rat` -> `rate`, not `at`). Failing that, the one
-/// candidate that `word` abbreviates (`expo` -> `exponential`).
-fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (word.chars().count() / 3).max(1);
-    let normalized = |s: &str| s.to_ascii_lowercase().replace('-', "_");
-    let word = normalized(word);
-    let scored: Vec<(usize, f64, &str)> = candidates
-        .into_iter()
-        .map(|c| {
-            let n = normalized(c);
-            let distance = strsim::damerau_levenshtein(&word, &n);
-            (distance, strsim::jaro_winkler(&word, &n), c)
-        })
-        .collect();
-    let near = scored
-        .iter()
-        .filter(|&&(d, _, _)| d <= limit)
-        .min_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)))
-        .map(|&(_, _, c)| c);
-    near.or_else(|| abbreviated(&word, scored.iter().map(|&(_, _, c)| c)))
-}
-
-/// The only candidate that starts with `word` (of 3 characters or more).
-fn abbreviated<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    if word.chars().count() < 3 {
-        return None;
-    }
-    let mut starting = candidates.filter(|c| c.to_ascii_lowercase().replace('-', "_").starts_with(word));
-    let first = starting.next()?;
-    starting.next().is_none().then_some(first)
-}
-
-/// `a, b, c` for messages.
-fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
-    items.into_iter().collect::<Vec<_>>().join(", ")
-}
+use super::schema::check::{closest, join, list};
 
 #[cfg(test)]
 mod tests;

@@ -11,13 +11,14 @@
 pub mod duration;
 mod error;
 mod load;
+pub mod schema;
 pub mod spec;
 mod validate;
 mod warnings;
 
 pub use duration::Duration;
 pub use error::ConfigError;
-pub use load::{load, load_str, parse_set_arg};
+pub use load::{Skipped, load, load_str, parse_set_arg};
 pub use spec::*;
 pub use warnings::{Warning, warnings};
 
@@ -63,6 +64,8 @@ pub struct Experiment {
     /// The cartesian product of the sweep values (one point when there is no `[sweep]`), the
     /// last key varying fastest.
     pub points: Vec<Point>,
+    /// Points that `[sweep] skip_invalid` left out, with the reason.
+    pub skipped: Vec<Skipped>,
 }
 
 /// One point of the sweep.
@@ -71,30 +74,6 @@ pub struct Point {
     /// The value of each swept key at this point, as written in the CSV columns.
     pub values: Vec<String>,
     pub spec: ExperimentSpec,
-    /// `spec.strategies` with the `[client]` defaults filled in.
+    /// `spec.strategies`: each resolved over `[client]` and its preset.
     pub strategies: Vec<Strategy>,
-}
-
-/// A strategy with every client setting resolved.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Strategy {
-    pub name: String,
-    pub backoff: BackoffSpec,
-    pub client: ClientSpec,
-}
-
-impl Strategy {
-    /// Merges a `[[strategies]]` entry over the `[client]` defaults.
-    pub fn resolve(defaults: &ClientSpec, s: &StrategySpec) -> Strategy {
-        Strategy {
-            name: s.name.clone(),
-            backoff: s.backoff.clone(),
-            client: ClientSpec {
-                max_attempts: s.max_attempts.or(defaults.max_attempts),
-                timeout: s.timeout.or(defaults.timeout),
-                deadline: s.deadline.or(defaults.deadline),
-                retry_on: s.retry_on.clone().or_else(|| defaults.retry_on.clone()),
-            },
-        }
-    }
 }

@@ -1,44 +1,33 @@
 //! The experiment file's data model: one Rust type per table of DESIGN §7.
 //!
-//! The serde derives read the format directly (handy in tests and tools), but
-//! [`super::load`] does not use them: serde loses the key path inside internally tagged
-//! (`kind = ...`) and untagged enums, so the loader decodes the TOML tree key by key to name
-//! every bad key in full. A test in `load` checks that both read the same files alike, and the
-//! `pub(crate)` default functions below are shared by both. Cross-field rules (`cap >= base`,
-//! ...) live in `super::validate`.
+//! These types hold a file once [`super::schema`] has checked it and filled in every default:
+//! serde only maps the finished tree onto them, so they carry no defaults of their own.
+//! `deny_unknown_fields` everywhere makes a test (`schema::tests`) fail if the schema and
+//! these types ever disagree. Cross-field rules (`cap >= base`, ...) live in
+//! `super::validate`.
 
 use super::duration::Duration;
 use serde::Deserialize;
 
-/// One experiment file, after `--set` overrides and with one sweep point applied.
+/// One experiment, at one sweep point, with `--set` applied and the strategies resolved.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExperimentSpec {
     /// Names the output folder `results/<name>/`.
     pub name: String,
-    /// Master seed: every run's streams derive from (seed, point, run).
-    #[serde(default = "default_seed")]
+    /// Master seed: every run's streams derive from (seed, run).
     pub seed: u64,
     /// Replications per (point, strategy).
-    #[serde(default = "default_runs")]
     pub runs: u32,
     /// Simulated time at which a run stops; operations still pending then fail as `unfinished`.
-    #[serde(default = "default_horizon")]
     pub horizon: Duration,
     pub workload: WorkloadSpec,
-    #[serde(default)]
     pub network: NetworkSpec,
     pub server: ServerSpec,
-    #[serde(default)]
-    pub client: ClientSpec,
-    #[serde(default)]
-    pub strategies: Vec<StrategySpec>,
-    #[serde(default)]
     pub output: OutputSpec,
-    /// Key -> list of values; expanded by [`super::load`] before this type is built, kept here
-    /// so that a file with a `[sweep]` table deserialises.
-    #[serde(default)]
-    pub sweep: Option<toml::Table>,
+    /// The strategies, each merged over `[client]` and its preset (see `super::load`).
+    #[serde(skip)]
+    pub strategies: Vec<Strategy>,
 }
 
 /// `[output]`: how results are written.
@@ -46,35 +35,9 @@ pub struct ExperimentSpec {
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
     /// The width of `timeseries.csv`'s buckets.
-    #[serde(default = "default_bucket")]
     pub bucket: Duration,
     /// Whether to write `timeseries.csv`.
-    #[serde(default = "default_true")]
     pub timeseries: bool,
-}
-
-impl Default for OutputSpec {
-    fn default() -> Self {
-        OutputSpec { bucket: default_bucket(), timeseries: true }
-    }
-}
-
-pub(crate) fn default_true() -> bool {
-    true
-}
-
-pub(crate) fn default_bucket() -> Duration {
-    Duration(1_000_000_000)
-}
-
-pub(crate) fn default_seed() -> u64 {
-    1
-}
-pub(crate) fn default_runs() -> u32 {
-    1
-}
-pub(crate) fn default_horizon() -> Duration {
-    Duration(3_600_000_000_000)
 }
 
 /// Who calls the server and when (DESIGN §3.1).
@@ -82,33 +45,9 @@ pub(crate) fn default_horizon() -> Duration {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum WorkloadSpec {
     /// `clients` clients each run `ops_per_client` operations back to back.
-    Closed {
-        #[serde(default = "one")]
-        clients: u32,
-        #[serde(default = "one")]
-        ops_per_client: u32,
-        /// Pause between the end of one operation and the start of the next.
-        #[serde(default)]
-        think_time: Duration,
-        /// Client start times spread uniformly over `[0, ramp)`; 0 = all at t=0 (the herd).
-        #[serde(default)]
-        ramp: Duration,
-    },
+    Closed { clients: u32, ops_per_client: u32, think_time: Duration, ramp: Duration },
     /// Poisson arrivals at `rate` per second for `duration`.
-    Open {
-        rate: f64,
-        duration: Duration,
-        /// Piecewise-constant rate changes: from `at` on, the rate is `rate`.
-        #[serde(default)]
-        schedule: Vec<RateStep>,
-        /// Client processes the operations are spread over (uniformly at random).
-        #[serde(default = "one")]
-        clients: u32,
-    },
-}
-
-pub(crate) fn one() -> u32 {
-    1
+    Open { rate: f64, duration: Duration, schedule: Vec<RateStep>, clients: u32 },
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -153,17 +92,12 @@ impl Default for DistSpec {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkSpec {
-    #[serde(default)]
     pub latency: DistSpec,
-    /// Probability that a request is lost on the way to the server.
-    #[serde(default)]
     pub request_loss: f64,
-    /// Probability that a response is lost on the way back (the server did the work).
-    #[serde(default)]
     pub response_loss: f64,
 }
 
-/// `[server]` (DESIGN §3.3). A missing `kind` means `queue`.
+/// `[server]` (DESIGN §3.3).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum ServerSpec {
@@ -174,28 +108,19 @@ pub enum ServerSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueServerSpec {
-    /// Workers serving requests in parallel.
     pub concurrency: u32,
     pub service_time: DistSpec,
-    /// Waiting room; absent = unbounded, 0 = none (a request that finds every worker busy is
-    /// rejected at once).
-    #[serde(default)]
+    /// Waiting room; `None` = unbounded, 0 = none.
     pub queue: Option<u32>,
-    /// Status of the answer to a request that finds the queue full: 429 or 503.
-    #[serde(default = "default_reject_status")]
     pub reject_status: u16,
-    /// Background error answers outside faults.
-    #[serde(default)]
+    /// Full-queue rejections say "overloaded; don't retry" (Google SRE book).
+    pub reject_dont_retry: bool,
     pub errors: Vec<ErrorSpec>,
-    /// Drop a queued request whose client has already timed out instead of serving it.
-    #[serde(default)]
     pub drop_expired: bool,
-    #[serde(default)]
     pub faults: Vec<FaultSpec>,
-}
-
-pub(crate) fn default_reject_status() -> u16 {
-    503
+    pub rate_limit: Option<RateLimitSpec>,
+    pub idempotency: Option<IdempotencySpec>,
+    pub overload: Option<OverloadSpec>,
 }
 
 /// `errors = [{ status = 503, probability = 0.01 }]`: answer `status` instead of serving.
@@ -205,7 +130,6 @@ pub struct ErrorSpec {
     pub status: u16,
     pub probability: f64,
     /// The work and its side effect happen; only the answer is an error.
-    #[serde(default)]
     pub after_effect: bool,
 }
 
@@ -214,12 +138,7 @@ pub struct ErrorSpec {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum FaultSpec {
     /// Every request is answered with `status`, or gets no answer when `status = "timeout"`.
-    Outage {
-        start: Duration,
-        duration: Duration,
-        #[serde(default = "default_outage_status")]
-        status: FaultStatus,
-    },
+    Outage { start: Duration, duration: Duration, status: FaultStatus, retry_after: Option<Duration> },
     /// `factor` x concurrency workers are available.
     Capacity { start: Duration, duration: Duration, factor: f64 },
     /// Service times are multiplied by `factor`.
@@ -229,10 +148,9 @@ pub enum FaultSpec {
         start: Duration,
         duration: Duration,
         probability: f64,
-        #[serde(default = "default_status_503")]
         status: u16,
-        #[serde(default)]
         after_effect: bool,
+        retry_after: Option<Duration>,
     },
 }
 
@@ -245,13 +163,6 @@ impl FaultSpec {
             | FaultSpec::Errors { start, duration, .. } => (start, duration),
         }
     }
-}
-
-pub(crate) fn default_status_503() -> u16 {
-    503
-}
-pub(crate) fn default_outage_status() -> FaultStatus {
-    FaultStatus::Status(503)
 }
 
 /// What an outage answers: an HTTP status, no answer at all, or a fast connection error.
@@ -269,18 +180,51 @@ pub enum NamedFailure {
     ConnectionError,
 }
 
-/// `[client]` defaults; every field may be overridden by a `[[strategies]]` entry.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+/// `[server.rate_limit]`: a token bucket in front of the server answering 429.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ClientSpec {
-    /// Attempts per operation, the first included; absent = until success or the horizon.
-    pub max_attempts: Option<u32>,
-    /// Per-attempt timeout; absent = wait for the answer however long it takes.
-    pub timeout: Option<Duration>,
-    /// Operation deadline measured from its first attempt.
-    pub deadline: Option<Duration>,
-    /// Outcomes that are retried; absent = DESIGN §3.5's defaults.
-    pub retry_on: Option<Vec<RetryOnItem>>,
+pub struct RateLimitSpec {
+    /// Tokens per second.
+    pub rate: f64,
+    /// Bucket size.
+    pub burst: f64,
+    /// How the 429's Retry-After is given.
+    pub retry_after: RetryAfterFormat,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryAfterFormat {
+    /// Whole seconds, rounded up, as HTTP's `Retry-After: <delay-seconds>`.
+    Seconds,
+    /// The exact time until a token is free.
+    Exact,
+}
+
+/// `[server.idempotency]`: the dedup store for idempotency keys.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IdempotencySpec {
+    /// How long a finished key is remembered.
+    pub ttl: Duration,
+    pub on_in_progress: InProgress,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum InProgress {
+    /// Answer 409 while the first request with the key is in progress.
+    Conflict,
+    /// Wait for the first request to finish, then answer with its result.
+    Wait,
+}
+
+/// `[server.overload]`: service time grows past a knee of requests in service.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OverloadSpec {
+    pub alpha: f64,
+    pub knee: u32,
 }
 
 /// One entry of `retry_on`: a status code, or `"timeout"` / `"connection-error"`.
@@ -291,19 +235,140 @@ pub enum RetryOnItem {
     Named(NamedFailure),
 }
 
-/// One `[[strategies]]` entry: a name, a backoff, and overrides of `[client]`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StrategySpec {
+/// A strategy: its name and its retry policy, resolved from `[client]`, its preset and its
+/// own keys (DESIGN §4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Strategy {
     pub name: String,
-    pub backoff: BackoffSpec,
-    pub max_attempts: Option<u32>,
-    pub timeout: Option<Duration>,
-    pub deadline: Option<Duration>,
-    pub retry_on: Option<Vec<RetryOnItem>>,
+    /// The preset it started from, if any.
+    pub preset: Option<String>,
+    pub policy: PolicySpec,
 }
 
-/// DESIGN §4.1's backoff kinds. `cap` absent = no cap; `multiplier` defaults to 2.
+/// The client-side policy: the keys of `[client]` and of every `[[strategies]]` entry.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    /// Attempts per operation, the first included; absent = until success or the horizon.
+    pub max_attempts: Option<u32>,
+    /// Per-attempt timeout; absent = wait for the answer however long it takes.
+    pub timeout: Option<Duration>,
+    /// Operation deadline measured from its first attempt.
+    pub deadline: Option<Duration>,
+    /// Outcomes that are retried; absent = DESIGN §3.5's defaults.
+    pub retry_on: Option<Vec<RetryOnItem>>,
+    pub backoff: BackoffSpec,
+    pub honor_retry_after: bool,
+    pub retry_after_cap: Option<Duration>,
+    pub retry_after_mode: RetryAfterModeSpec,
+    /// Do not retry an answer that says "overloaded; don't retry".
+    pub honor_dont_retry: bool,
+    pub idempotency: IdempotencyMode,
+    pub budget: Option<BudgetSpec>,
+    pub breaker: Option<BreakerSpec>,
+    pub throttle: Option<ThrottleSpec>,
+    pub layers: Vec<LayerSpec>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryAfterModeSpec {
+    Replace,
+    Envoy,
+    #[serde(rename = "aws-2026")]
+    Aws2026,
+    GrpcPushback,
+    AtLeastBackoff,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdempotencyMode {
+    None,
+    PerOp,
+    PerAttempt,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    Client,
+    Shared,
+}
+
+/// `budget = { kind = ... }` (DESIGN §4.2).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum BudgetSpec {
+    TokenBucket {
+        capacity: f64,
+        retry_cost: f64,
+        timeout_cost: f64,
+        throttling_cost: f64,
+        success_refund: f64,
+        scope: Scope,
+    },
+    GrpcThrottle {
+        max_tokens: f64,
+        token_ratio: f64,
+        scope: Scope,
+    },
+    Ratio {
+        ratio: f64,
+        min_per_second: f64,
+        ttl: Duration,
+        scope: Scope,
+    },
+    Concurrency {
+        percent: f64,
+        min_concurrency: u32,
+        scope: Scope,
+    },
+}
+
+/// `breaker = { ... }` (DESIGN §4.3): resilience4j semantics.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSpec {
+    pub window: BreakerWindowSpec,
+    pub failure_rate: f64,
+    pub slow_call_rate: f64,
+    pub slow_call_duration: Duration,
+    pub minimum_calls: u32,
+    pub open_for: Duration,
+    pub half_open_calls: u32,
+    pub scope: Scope,
+}
+
+/// A count of calls, or a duration.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum BreakerWindowSpec {
+    Calls(u32),
+    Time(Duration),
+}
+
+/// `throttle = { kind = ... }` (DESIGN §4.4).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ThrottleSpec {
+    Sre { k: f64, window: Duration, scope: Scope },
+    AwsAdaptive { scope: Scope },
+}
+
+/// One gateway layer in front of the server, with its own retry policy.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LayerSpec {
+    pub name: String,
+    pub max_attempts: u32,
+    pub timeout: Option<Duration>,
+    pub retry_on: Option<Vec<RetryOnItem>>,
+    pub backoff: BackoffSpec,
+    pub honor_dont_retry: bool,
+}
+
+/// DESIGN §4.1's backoff kinds. `cap` absent = no cap.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum BackoffSpec {
@@ -318,19 +383,16 @@ pub enum BackoffSpec {
     Exponential {
         base: Duration,
         cap: Option<Duration>,
-        #[serde(default = "two")]
         multiplier: f64,
     },
     FullJitter {
         base: Duration,
         cap: Option<Duration>,
-        #[serde(default = "two")]
         multiplier: f64,
     },
     EqualJitter {
         base: Duration,
         cap: Option<Duration>,
-        #[serde(default = "two")]
         multiplier: f64,
     },
     DecorrelatedJitter {
@@ -345,7 +407,6 @@ pub enum BackoffSpec {
     AdditiveJitter {
         base: Duration,
         cap: Option<Duration>,
-        #[serde(default = "two")]
         multiplier: f64,
         jitter: Duration,
     },
@@ -353,16 +414,7 @@ pub enum BackoffSpec {
     ProportionalJitter {
         base: Duration,
         cap: Option<Duration>,
-        #[serde(default = "two")]
         multiplier: f64,
-        #[serde(default = "default_proportion")]
         p: f64,
     },
-}
-
-pub(crate) fn two() -> f64 {
-    2.0
-}
-pub(crate) fn default_proportion() -> f64 {
-    0.2
 }

@@ -113,13 +113,15 @@ fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning
 
     // A timeout the deadline always beats: said once at `client` when a strategy only
     // inherits both, else at the strategy.
-    let defaults = (spec.client.timeout, spec.client.deadline);
-    let places = std::iter::once(("client".to_owned(), defaults)).chain(
-        strategies
-            .iter()
-            .map(|s| (format!("strategies.{}", s.name), (s.client.timeout, s.client.deadline)))
-            .filter(|(_, pair)| *pair != defaults),
-    );
+    // When every strategy has the same pair, say it once at `client` (where it usually
+    // comes from).
+    let pairs: Vec<_> = strategies.iter().map(|s| (s.policy.timeout, s.policy.deadline)).collect();
+    let shared = pairs.windows(2).all(|w| w[0] == w[1]) && strategies.len() > 1;
+    let places: Vec<(String, _)> = if shared {
+        vec![("client".to_owned(), pairs[0])]
+    } else {
+        strategies.iter().zip(&pairs).map(|(s, p)| (format!("strategies.{}", s.name), *p)).collect()
+    };
     for (key, pair) in places {
         if let (Some(t), Some(d)) = pair
             && t > d

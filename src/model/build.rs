@@ -9,11 +9,11 @@ use crate::policy::{Backoff, Outcome, RetryOn, RetryPolicy};
 /// A strategy's retry policy.
 pub fn retry_policy(s: &Strategy) -> RetryPolicy {
     RetryPolicy {
-        backoff: backoff(&s.backoff),
-        retry_on: retry_on(s.client.retry_on.as_deref()),
-        max_attempts: s.client.max_attempts.unwrap_or(u32::MAX),
-        timeout: s.client.timeout.map(Duration::span),
-        deadline: s.client.deadline.map(Duration::span),
+        backoff: backoff(&s.policy.backoff),
+        retry_on: retry_on(s.policy.retry_on.as_deref()),
+        max_attempts: s.policy.max_attempts.unwrap_or(u32::MAX),
+        timeout: s.policy.timeout.map(Duration::span),
+        deadline: s.policy.deadline.map(Duration::span),
     }
 }
 

@@ -1,38 +1,95 @@
-//! Dotted keys (`server.concurrency`, `strategies.NAME.backoff.base`, `server.faults[0].start`)
-//! and how `--set` and `[sweep]` write a value at one of them in the tree.
+//! Key paths (`server.concurrency`, `strategies.NAME.backoff.base`, `strategies.*.max_attempts`,
+//! `server.faults[0].start`): parsed once into typed steps ([`KeyPath`]), then used by `--set`
+//! and `[sweep]` to write a value into the tree.
 
 use super::{closest, list};
 use toml::{Table, Value};
 
-/// One step of a dotted key.
+/// One step of a key path.
 #[derive(Clone, Debug, PartialEq)]
 enum Step {
     Key(String),
     Index(usize),
+    /// `*` after `strategies`: every strategy.
+    Every,
+}
+
+/// A parsed key path. Strategies are resolved to their index when the path is parsed (names
+/// may contain dots, so the names in the tree decide where a name ends).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct KeyPath {
+    steps: Vec<Step>,
+}
+
+impl KeyPath {
+    /// Parses `key` against `tree` (for strategy names).
+    pub(super) fn parse(tree: &Table, key: &str) -> Result<KeyPath, String> {
+        Ok(KeyPath { steps: resolve(tree, key.trim())? })
+    }
+
+    /// Writes `value` here in `tree`, creating missing tables on the way (every strategy's
+    /// table for `strategies.*`).
+    pub(super) fn set(&self, tree: &mut Table, value: Value) -> Result<(), String> {
+        let mut root = Value::Table(std::mem::take(tree));
+        let result = put(&mut root, &self.steps, value, "");
+        if let Value::Table(t) = root {
+            *tree = t;
+        }
+        result
+    }
+
+    /// The key as messages name it (`strategies.NAME...` or `strategies.*...`).
+    pub(super) fn shown(&self, tree: &Table) -> String {
+        render(tree, &self.steps)
+    }
+
+    /// The concrete keys it writes: one per strategy for `strategies.*`.
+    pub(super) fn concrete(&self, tree: &Table) -> Vec<String> {
+        match self.steps.iter().position(|s| *s == Step::Every) {
+            None => vec![self.shown(tree)],
+            Some(i) => (0..strategy_names(tree).len())
+                .map(|n| {
+                    let mut steps = self.steps.clone();
+                    steps[i] = Step::Index(n);
+                    render(tree, &steps)
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Writes `value` at `key` in `tree`, creating missing tables on the way, and returns the key
 /// as the decoder names it in errors. The error is a reason for the user.
+#[cfg(test)]
 pub(super) fn set(tree: &mut Table, key: &str, value: Value) -> Result<String, String> {
-    let steps = resolve(tree, key.trim())?;
-    let shown = render(tree, &steps);
-    let mut root = Value::Table(std::mem::take(tree));
-    let result = put(&mut root, &steps, value, "");
-    if let Value::Table(t) = root {
-        *tree = t;
-    }
-    result.map(|()| shown)
+    let path = KeyPath::parse(tree, key)?;
+    path.set(tree, value)?;
+    Ok(path.shown(tree))
 }
 
-/// Parses `key` into steps; `strategies.NAME` becomes the index of the strategy named NAME.
+/// Parses `key` into steps; `strategies.NAME` becomes the index of the strategy named NAME,
+/// `strategies.*` every strategy.
 fn resolve(tree: &Table, key: &str) -> Result<Vec<Step>, String> {
     if key.is_empty() {
         return Err("the key is empty: write KEY=VALUE, e.g. server.concurrency=8".to_owned());
     }
+    let strategies = Step::Key("strategies".to_owned());
+    if let Some(rest) = key.strip_prefix("strategies.*") {
+        if strategy_names(tree).is_empty() {
+            return Err("`strategies.*`: the file has no [[strategies]]".to_owned());
+        }
+        let mut steps = vec![strategies, Step::Every];
+        match rest.strip_prefix('.') {
+            Some(rest) => steps.extend(parse(rest)?),
+            None if rest.is_empty() => {}
+            None => return Err(format!("`{key}`: write strategies.*.KEY, e.g. strategies.*.max_attempts")),
+        }
+        return Ok(steps);
+    }
     match key.strip_prefix("strategies.") {
         Some(rest) => {
             let (index, rest) = find_strategy(tree, rest)?;
-            let mut steps = vec![Step::Key("strategies".to_owned()), Step::Index(index)];
+            let mut steps = vec![strategies, Step::Index(index)];
             if !rest.is_empty() {
                 steps.extend(parse(rest)?);
             }
@@ -135,6 +192,7 @@ fn render(tree: &Table, steps: &[Step]) -> String {
                 out.push_str(k);
             }
             Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Every => out.push_str(".*"),
         }
     }
     out
@@ -150,7 +208,20 @@ fn put(cur: &mut Value, steps: &[Step], value: Value, shown: &str) -> Result<(),
         Step::Key(k) if shown.is_empty() => k.clone(),
         Step::Key(k) => format!("{shown}.{k}"),
         Step::Index(i) => format!("{shown}[{i}]"),
+        Step::Every => format!("{shown}.*"),
     };
+    if *step == Step::Every {
+        let Value::Array(items) = cur else {
+            return Err(format!("`{shown}` is a {}, not a list of [[strategies]]", cur.type_str()));
+        };
+        if items.is_empty() {
+            return Err("`strategies.*`: the file has no [[strategies]]".to_owned());
+        }
+        for item in items.iter_mut() {
+            put(item, rest, value.clone(), &here)?;
+        }
+        return Ok(());
+    }
     let child = match (step, cur) {
         (Step::Key(k), Value::Table(table)) => {
             if !table.contains_key(k) && matches!(rest.first(), Some(Step::Index(_))) {
@@ -170,6 +241,7 @@ fn put(cur: &mut Value, steps: &[Step], value: Value, shown: &str) -> Result<(),
         (Step::Index(_), other) => {
             return Err(format!("`{shown}` is a {}, not a list", other.type_str()));
         }
+        (Step::Every, _) => unreachable!("handled above"),
     };
     put(child, rest, value, &here)
 }
@@ -274,6 +346,23 @@ mod tests {
         assert!(err.contains("no strategy named `b`") && err.contains("a, v1.5"), "{err}");
         let err = set(&mut tree(""), "strategies.x.backoff", Value::Integer(1)).unwrap_err();
         assert!(err.contains("no [[strategies]]"), "{err}");
+    }
+
+    #[test]
+    fn a_star_reaches_every_strategy() {
+        let mut t = tree(TWO);
+        let key = set(&mut t, "strategies.*.max_attempts", Value::Integer(3)).unwrap();
+        assert_eq!(key, "strategies.*.max_attempts");
+        assert_eq!(t["strategies"][0]["max_attempts"].as_integer(), Some(3));
+        assert_eq!(t["strategies"][1]["max_attempts"].as_integer(), Some(3));
+        let path = KeyPath::parse(&t, "strategies.*.backoff.base").unwrap();
+        assert_eq!(path.concrete(&t), ["strategies.a.backoff.base", "strategies.v1.5.backoff.base"]);
+        assert!(
+            set(&mut tree(""), "strategies.*.x", Value::Integer(1))
+                .unwrap_err()
+                .contains("no [[strategies]]")
+        );
+        assert!(set(&mut t, "strategies.*x", Value::Integer(1)).unwrap_err().contains("strategies.*.KEY"));
     }
 
     #[test]

@@ -2,7 +2,6 @@ use super::*;
 use crate::experiment::{
     BackoffSpec, Duration, ExperimentSpec, FaultStatus, NamedFailure, RetryOnItem, ServerSpec, WorkloadSpec,
 };
-use serde::Deserialize;
 
 const MINIMAL: &str = r#"
 name = "t"
@@ -220,19 +219,30 @@ fn loads_the_minimal_file() {
         matches!(point.spec.server, ServerSpec::Queue(ref q) if q.concurrency == 4 && q.queue == Some(0))
     );
     assert_eq!(point.strategies.len(), 1);
-    assert_eq!(point.strategies[0].client.max_attempts, Some(3), "[client] defaults fill the strategy");
-    assert!(point.spec.sweep.is_none());
+    assert_eq!(point.strategies[0].policy.max_attempts, Some(3), "[client] defaults fill the strategy");
 }
 
 #[test]
-fn decoder_agrees_with_serde() {
-    for text in [MINIMAL, DESIGN, EVERYTHING, CLOSED_DISTS] {
-        let ours = decode::experiment(&text.parse().unwrap(), "t").unwrap();
-        let mut tree: Table = text.parse().unwrap();
-        default_server_kind(&mut tree);
-        let theirs: ExperimentSpec = ExperimentSpec::deserialize(Value::Table(tree)).unwrap();
-        assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
-    }
+fn defaults_are_filled_from_the_schema() {
+    let s = spec(MINIMAL);
+    assert_eq!(s.horizon, Duration::parse("20s").unwrap());
+    assert_eq!((s.network.request_loss, s.output.bucket), (0.0, Duration::parse("1s").unwrap()));
+    let ServerSpec::Queue(q) = &s.server else { panic!("queue") };
+    assert_eq!((q.reject_status, q.drop_expired, q.errors.len()), (503, false, 0));
+    let p = &s.strategies[0].policy;
+    assert_eq!(
+        p.backoff,
+        BackoffSpec::FullJitter {
+            base: Duration(10_000_000),
+            cap: Some(Duration(1_000_000_000)),
+            multiplier: 2.0
+        }
+    );
+    assert!(!p.honor_retry_after && p.budget.is_none() && p.layers.is_empty());
+    let closed = spec(CLOSED_DISTS);
+    let WorkloadSpec::Closed { clients, ops_per_client, .. } = closed.workload else { panic!("closed") };
+    assert_eq!((clients, ops_per_client), (1, 2), "clients defaults to 1");
+    assert!(matches!(closed.server, ServerSpec::Occ {}));
 }
 
 #[test]
@@ -257,7 +267,8 @@ fn reads_untagged_statuses() {
         RetryOnItem::Named(NamedFailure::Timeout),
         RetryOnItem::Named(NamedFailure::ConnectionError),
     ];
-    assert_eq!(s.client.retry_on.as_deref(), Some(&retry_on[..]));
+    assert_eq!(s.strategies[1].policy.retry_on.as_deref(), Some(&retry_on[..]), "[client]'s list");
+    assert_eq!(s.strategies[0].policy.retry_on, Some(vec![RetryOnItem::Status(429)]), "the strategy's own");
 }
 
 #[test]
@@ -265,7 +276,7 @@ fn server_kind_defaults_to_queue_and_design_example_loads() {
     assert!(matches!(spec(MINIMAL).server, ServerSpec::Queue(_)));
     let exp = ok(DESIGN);
     assert_eq!(exp.points[0].strategies.len(), 2);
-    assert_eq!(exp.points[0].strategies[1].client.timeout, Some(Duration::parse("1s").unwrap()));
+    assert_eq!(exp.points[0].strategies[1].policy.timeout, Some(Duration::parse("1s").unwrap()));
 }
 
 #[test]
@@ -485,7 +496,11 @@ fn bad_values_name_the_key() {
             "client.retry_on[0]",
             "did you mean \"timeout\"",
         ),
-        (MINIMAL.replace("max_attempts = 3", "retry_on = [70000]"), "client.retry_on[0]", "out of range"),
+        (
+            MINIMAL.replace("max_attempts = 3", "retry_on = [70000]"),
+            "client.retry_on[0]",
+            "not an error status",
+        ),
     ];
     for (text, key, reason) in cases {
         let e = err(&text);
@@ -526,9 +541,8 @@ fn set_overrides_keys_of_every_type() {
     let s = &exp.points[0].spec;
     let ServerSpec::Queue(q) = &s.server else { panic!("queue") };
     assert_eq!((q.concurrency, q.queue, q.drop_expired), (8, Some(5), true));
-    assert_eq!(s.client.timeout, Some(Duration::parse("2s").unwrap()));
     assert_eq!(s.horizon, Duration::parse("1m").unwrap());
-    assert_eq!(exp.points[0].strategies[0].client.timeout, Some(Duration::parse("2s").unwrap()));
+    assert_eq!(exp.points[0].strategies[0].policy.timeout, Some(Duration::parse("2s").unwrap()));
 }
 
 #[test]
@@ -536,7 +550,7 @@ fn set_creates_missing_tables() {
     let text = MINIMAL.replace("[client]\nmax_attempts = 3\n", "");
     let exp =
         set_ok(&text, &["client.max_attempts=5", "network.latency={ dist = \"constant\", value = \"1ms\" }"]);
-    assert_eq!(exp.points[0].spec.client.max_attempts, Some(5));
+    assert_eq!(exp.points[0].strategies[0].policy.max_attempts, Some(5));
     let exp = set_ok(&text, &["network.latency.dist=constant", "network.latency.value=2ms"]);
     assert_eq!(
         exp.points[0].spec.network.latency,
@@ -549,17 +563,17 @@ fn set_on_one_strategy_changes_only_that_strategy() {
     let exp =
         set_ok(DESIGN, &["strategies.full-jitter.backoff.base=50ms", "strategies.immediate.max_attempts=2"]);
     let p = &exp.points[0];
-    assert_eq!(p.spec.strategies[0].backoff, BackoffSpec::None {});
+    assert_eq!(p.spec.strategies[0].policy.backoff, BackoffSpec::None {});
     assert_eq!(
-        p.spec.strategies[1].backoff,
+        p.spec.strategies[1].policy.backoff,
         BackoffSpec::FullJitter {
             base: Duration(50_000_000),
             cap: Some(Duration(10_000_000_000)),
             multiplier: 2.0
         }
     );
-    assert_eq!(p.strategies[0].client.max_attempts, Some(2));
-    assert_eq!(p.strategies[1].client.max_attempts, Some(4));
+    assert_eq!(p.strategies[0].policy.max_attempts, Some(2));
+    assert_eq!(p.strategies[1].policy.max_attempts, Some(4));
 }
 
 #[test]
@@ -636,9 +650,8 @@ fn sweep_expands_in_file_order_last_key_fastest() {
     for p in &exp.points {
         let ServerSpec::Queue(q) = &p.spec.server else { panic!("queue") };
         assert_eq!(q.concurrency.to_string(), p.values[0]);
-        let BackoffSpec::FullJitter { base, .. } = p.strategies[0].backoff else { panic!("fj") };
+        let BackoffSpec::FullJitter { base, .. } = p.strategies[0].policy.backoff else { panic!("fj") };
         assert_eq!(base.to_string(), p.values[1]);
-        assert!(p.spec.sweep.is_none());
     }
 }
 
@@ -750,7 +763,7 @@ fn setting_a_kind_blames_the_set_for_the_table_it_invalidates() {
     let e = set_err(MINIMAL, &["strategies.fj.backoff.kind=constant"]);
     assert!(bad_override(&e).1.contains("`strategies.fj.backoff.cap` is not a valid key"), "{e}");
     let exp = set_ok(MINIMAL, &["strategies.fj.backoff.kind=exponential"]);
-    assert!(matches!(exp.points[0].strategies[0].backoff, BackoffSpec::Exponential { .. }));
+    assert!(matches!(exp.points[0].strategies[0].policy.backoff, BackoffSpec::Exponential { .. }));
 }
 
 // --- robustness: no input makes the loader panic -------------------------------------------

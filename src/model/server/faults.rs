@@ -204,6 +204,7 @@ mod tests {
                 start: Duration(10 * S),
                 duration: Duration(5 * S),
                 status: FaultStatus::Named(NamedFailure::Timeout),
+                retry_after: None,
             },
             FaultSpec::Capacity { start: Duration(20 * S), duration: Duration(10 * S), factor: 0.25 },
             FaultSpec::Slowdown { start: Duration(25 * S), duration: Duration(10 * S), factor: 3.0 },
@@ -213,6 +214,7 @@ mod tests {
                 probability: 1.0,
                 status: 500,
                 after_effect: true,
+                retry_after: None,
             },
         ];
         Faults::new(

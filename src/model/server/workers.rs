@@ -145,9 +145,13 @@ mod tests {
             service_time: crate::experiment::DistSpec::Constant { value: Duration(10) },
             queue,
             reject_status: 429,
+            reject_dont_retry: false,
             errors: vec![],
             drop_expired,
             faults: vec![],
+            rate_limit: None,
+            idempotency: None,
+            overload: None,
         }
     }
 

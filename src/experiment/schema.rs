@@ -1,0 +1,796 @@
+//! The experiment file format, described once: every key with its type, range, default,
+//! one-line meaning and the `kind` it belongs to. Everything about the format comes from
+//! here:
+//!
+//! - checking a file ([`check`]): unknown keys (with "did you mean" and "belongs to another
+//!   kind"), wrong types, values out of range, missing keys, all named by their full key;
+//! - the defaults ([`check`] fills them in before serde maps the tree onto `super::spec`);
+//! - `retrysim schema`, a JSON Schema for editors ([`json`]);
+//! - the README's key reference ([`markdown`]), which a test keeps in step.
+//!
+//! Rules between keys (`cap >= base`, schedule order, a client that would wait forever) are in
+//! `super::validate`.
+
+pub mod check;
+pub mod json;
+pub mod markdown;
+
+/// The type of a value.
+#[derive(Debug)]
+pub enum Ty {
+    /// `"10ms"`, `"1.5s"`, `"2m"` (or `0`).
+    Duration,
+    /// A whole number from `min` to `max`.
+    Int {
+        min: i64,
+        max: i64,
+    },
+    /// A finite real number (an integer is accepted).
+    Num,
+    Bool,
+    /// Any string.
+    Str,
+    /// One of these strings.
+    Choice(&'static [&'static str]),
+    /// An HTTP status (400..=599), `"timeout"` or `"connection-error"`.
+    StatusOrFailure,
+    /// A whole number of calls, or a duration.
+    CallsOrDuration,
+    /// A list of values of one type.
+    List(&'static Ty),
+    /// A table with fixed keys.
+    Table(&'static Table),
+    /// A table whose `kind` (or `dist`) picks its other keys.
+    Tagged(&'static Tagged),
+}
+
+/// A table with fixed keys.
+#[derive(Debug)]
+pub struct Table {
+    pub fields: &'static [Field],
+    /// The table is merged with others before it is complete (`[client]` and strategies: a
+    /// strategy's keys come from itself, its preset and `[client]`), so none of its keys is
+    /// required on its own but a strategy's `name`.
+    pub partial: bool,
+}
+
+/// A table whose tag picks its keys.
+#[derive(Debug)]
+pub struct Tagged {
+    /// The tag's key: `kind` or `dist`.
+    pub tag: &'static str,
+    /// How messages call the tag's values: "backoff kind", "distribution".
+    pub what: &'static str,
+    /// The kind of a table without the tag, if it may be left out.
+    pub default: Option<&'static str>,
+    pub variants: &'static [Variant],
+}
+
+/// One kind of a tagged table.
+#[derive(Debug)]
+pub struct Variant {
+    pub kind: &'static str,
+    pub doc: &'static str,
+    pub fields: &'static [Field],
+}
+
+/// One key.
+#[derive(Debug)]
+pub struct Field {
+    pub key: &'static str,
+    pub ty: Ty,
+    pub default: IfAbsent,
+    pub range: Range,
+    /// The message when the value is out of range, instead of the generated one; `{v}` in it
+    /// stands for the value.
+    pub range_message: Option<&'static str>,
+    /// What the key means (one line, for docs and editors).
+    pub doc: &'static str,
+    /// Rules that involve other keys, for the docs (checked in `validate`).
+    pub rules: &'static str,
+}
+
+/// What an absent key means.
+#[derive(Debug)]
+pub enum IfAbsent {
+    /// The file must give it.
+    Required,
+    /// Absent is meaningful (no timeout, no cap, ...); the text says what it means.
+    Absent(&'static str),
+    /// This TOML value.
+    Value(&'static str),
+}
+
+/// The values a number or duration may take.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Range {
+    Any,
+    /// `>= x`.
+    AtLeast(f64),
+    /// `> x`.
+    Above(f64),
+    /// In `[lo, hi]`.
+    Between(f64, f64),
+    /// In `(lo, hi]`.
+    AboveUpTo(f64, f64),
+}
+
+/// A field with defaults for the parts most keys share.
+const fn f(key: &'static str, ty: Ty, default: IfAbsent, doc: &'static str) -> Field {
+    Field { key, ty, default, range: Range::Any, range_message: None, doc, rules: "" }
+}
+
+impl Field {
+    const fn range(mut self, range: Range) -> Field {
+        self.range = range;
+        self
+    }
+    const fn message(mut self, m: &'static str) -> Field {
+        self.range_message = Some(m);
+        self
+    }
+    const fn rules(mut self, r: &'static str) -> Field {
+        self.rules = r;
+        self
+    }
+}
+
+use IfAbsent::{Absent, Required, Value};
+
+const U32: Ty = Ty::Int { min: 0, max: u32::MAX as i64 };
+const U64: Ty = Ty::Int { min: 0, max: i64::MAX };
+const STATUS: Ty = Ty::Int { min: 400, max: 599 };
+const PROBABILITY: Range = Range::Between(0.0, 1.0);
+const POSITIVE: Range = Range::Above(0.0);
+const SCOPE: Ty = Ty::Choice(&["client", "shared"]);
+
+const fn scope() -> Field {
+    f(
+        "scope",
+        SCOPE,
+        Value("\"client\""),
+        "\"client\": one per client process, as in the real libraries; \"shared\": one for the whole fleet",
+    )
+}
+
+/// The whole file.
+pub static ROOT: Table = Table {
+    partial: false,
+    fields: &[
+        f("name", Ty::Str, Required, "names the output folder results/<name>/")
+            .rules("non-empty; only A-Z a-z 0-9 . _ -; not only dots"),
+        f("seed", U64, Value("1"), "master seed; each run's streams derive from (seed, run)"),
+        f("runs", U32, Value("1"), "replications per (point, strategy)")
+            .range(Range::AtLeast(1.0))
+            .message("must be at least 1: the number of replications per point and strategy"),
+        f(
+            "horizon",
+            Ty::Duration,
+            Value("\"1h\""),
+            "simulated time at which a run stops; operations still pending fail as `unfinished`",
+        )
+        .range(POSITIVE)
+        .message("must be > 0: the simulated time at which a run stops, e.g. \"120s\""),
+        f("workload", Ty::Tagged(&WORKLOAD), Required, "who calls the server, and when"),
+        f("network", Ty::Table(&NETWORK), Value("{}"), "one-way delay per hop, losses"),
+        f("server", Ty::Tagged(&SERVER), Required, "the server"),
+        f("client", Ty::Table(&CLIENT), Value("{}"), "retry policy defaults for every strategy"),
+        f("strategies", Ty::List(&Ty::Table(&STRATEGY)), Required, "the policies to compare")
+            .rules("at least one; names unique"),
+        f("output", Ty::Table(&OUTPUT), Value("{}"), "how results are written"),
+        f(
+            "sweep",
+            Ty::Table(&SWEEP),
+            Absent("no sweep: one point"),
+            "parameter sweep: KEY = [values], see \"Sweeps\"",
+        ),
+    ],
+};
+
+/// `[sweep]` has free keys (checked by the loader); only `skip_invalid` is fixed.
+pub static SWEEP: Table = Table {
+    partial: false,
+    fields: &[f(
+        "skip_invalid",
+        Ty::Bool,
+        Value("false"),
+        "skip points that validation refuses (listed on stderr) instead of refusing the sweep",
+    )],
+};
+
+pub static OUTPUT: Table = Table {
+    partial: false,
+    fields: &[
+        f("bucket", Ty::Duration, Value("\"1s\""), "width of timeseries.csv's time buckets")
+            .range(POSITIVE)
+            .message("must be > 0: the width of timeseries.csv's buckets, e.g. \"1s\""),
+        f("timeseries", Ty::Bool, Value("true"), "whether to write timeseries.csv"),
+    ],
+};
+
+pub static WORKLOAD: Tagged = Tagged {
+    tag: "kind",
+    what: "workload kind",
+    default: None,
+    variants: &[
+        Variant {
+            kind: "closed",
+            doc: "`clients` clients each perform `ops_per_client` operations one after another",
+            fields: &[
+                f("clients", U32, Value("1"), "clients, each running its operations one after another")
+                    .range(Range::AtLeast(1.0))
+                    .message("must be at least 1")
+                    .rules("<= 100000000"),
+                f("ops_per_client", U32, Value("1"), "logical operations per client")
+                    .range(Range::AtLeast(1.0))
+                    .message("must be at least 1")
+                    .rules("clients x ops_per_client <= 4294967295"),
+                f(
+                    "think_time",
+                    Ty::Duration,
+                    Value("\"0\""),
+                    "pause between one operation's end and the next one's start",
+                ),
+                f(
+                    "ramp",
+                    Ty::Duration,
+                    Value("\"0\""),
+                    "client start times spread uniformly over [0, ramp); 0 = all at t=0 (thundering herd)",
+                ),
+            ],
+        },
+        Variant {
+            kind: "open",
+            doc: "operations arrive as a Poisson process",
+            fields: &[
+                f("rate", Ty::Num, Required, "Poisson arrivals per second")
+                    .range(Range::AtLeast(0.0))
+                    .message("{v} is not a rate: write operations per second as a number >= 0, e.g. 1000.0"),
+                f("duration", Ty::Duration, Required, "how long operations arrive")
+                    .range(POSITIVE)
+                    .message("must be > 0: how long operations arrive, e.g. \"60s\""),
+                f(
+                    "schedule",
+                    Ty::List(&Ty::Table(&RATE_STEP)),
+                    Value("[]"),
+                    "from `at` on, the rate is `rate` (piecewise constant)",
+                )
+                .rules("`at` strictly increasing; `rate` or a schedule rate > 0"),
+                f(
+                    "clients",
+                    U32,
+                    Value("1"),
+                    "client processes the operations are spread over (per-client budgets and breakers)",
+                )
+                .range(Range::AtLeast(1.0))
+                .message("must be at least 1")
+                .rules("<= 100000000"),
+            ],
+        },
+    ],
+};
+
+pub static RATE_STEP: Table = Table {
+    partial: false,
+    fields: &[
+        f("at", Ty::Duration, Required, "when the rate changes"),
+        f("rate", Ty::Num, Required, "the rate from then on, per second")
+            .range(Range::AtLeast(0.0))
+            .message("{v} is not a rate: write operations per second as a number >= 0, e.g. 1000.0"),
+    ],
+};
+
+pub static DIST: Tagged = Tagged {
+    tag: "dist",
+    what: "distribution",
+    default: None,
+    variants: &[
+        Variant {
+            kind: "constant",
+            doc: "always `value`",
+            fields: &[f("value", Ty::Duration, Required, "the value")],
+        },
+        Variant {
+            kind: "uniform",
+            doc: "U(low, high)",
+            fields: &[
+                f("low", Ty::Duration, Required, "lower bound"),
+                f("high", Ty::Duration, Required, "upper bound").rules("low <= high"),
+            ],
+        },
+        Variant {
+            kind: "normal",
+            doc: "abs(N(mean, sd)), as in the AWS study's simulator",
+            fields: &[f("mean", Ty::Duration, Required, "mean"), f("sd", Ty::Duration, Required, "standard deviation")],
+        },
+        Variant {
+            kind: "exponential",
+            doc: "exponential with this mean",
+            fields: &[f("mean", Ty::Duration, Required, "mean").rules("> 0 for a service time")],
+        },
+        Variant {
+            kind: "lognormal",
+            doc: "median x exp(sigma x N(0, 1))",
+            fields: &[
+                f("median", Ty::Duration, Required, "median").range(POSITIVE).message(
+                    "must be > 0: a lognormal is positive (for no delay use { dist = \"constant\", value = \"0\" })",
+                ),
+                f("sigma", Ty::Num, Required, "spread (a number)")
+                    .range(Range::AtLeast(0.0))
+                    .message("{v} is not a spread: sigma must be a finite number >= 0"),
+            ],
+        },
+    ],
+};
+
+pub static NETWORK: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "latency",
+            Ty::Tagged(&DIST),
+            Value("{ dist = \"constant\", value = \"0\" }"),
+            "one-way delay, drawn per hop",
+        ),
+        f(
+            "request_loss",
+            Ty::Num,
+            Value("0.0"),
+            "probability that a request is lost (the client sees a timeout)",
+        )
+        .range(PROBABILITY)
+        .rules("0 with server.kind = \"occ\""),
+        f(
+            "response_loss",
+            Ty::Num,
+            Value("0.0"),
+            "probability that a response is lost (the server did the work)",
+        )
+        .range(PROBABILITY)
+        .rules("0 with server.kind = \"occ\""),
+    ],
+};
+
+pub static SERVER: Tagged = Tagged {
+    tag: "kind",
+    what: "server kind",
+    default: Some("queue"),
+    variants: &[
+        Variant {
+            kind: "queue",
+            doc: "`concurrency` workers and a FIFO queue behind an admission pipeline",
+            fields: &[
+                f("concurrency", U32, Required, "workers serving in parallel")
+                    .range(Range::AtLeast(1.0))
+                    .message("zero concurrency: the server needs at least 1 worker; set concurrency >= 1")
+                    .rules("<= 100000000"),
+                f("service_time", Ty::Tagged(&DIST), Required, "time to serve one request"),
+                f(
+                    "queue",
+                    U32,
+                    Absent("unbounded"),
+                    "FIFO waiting room; 0 = none (a request that finds every worker busy is rejected)",
+                ),
+                f("reject_status", STATUS, Value("503"), "answer to a request that finds the queue full")
+                    .rules("429 or 503"),
+                f(
+                    "reject_dont_retry",
+                    Ty::Bool,
+                    Value("false"),
+                    "full-queue answers say \"overloaded; don't retry\" (Google SRE book): clients and layers with honor_dont_retry stop",
+                ),
+                f(
+                    "errors",
+                    Ty::List(&Ty::Table(&ERROR)),
+                    Value("[]"),
+                    "background error answers; an active `errors` fault replaces them",
+                )
+                .rules("probabilities add up to <= 1"),
+                f(
+                    "drop_expired",
+                    Ty::Bool,
+                    Value("false"),
+                    "drop a queued request whose client already timed out instead of serving it",
+                ),
+                f("faults", Ty::List(&Ty::Tagged(&FAULT)), Value("[]"), "faults, see [[server.faults]]"),
+                f(
+                    "rate_limit",
+                    Ty::Table(&RATE_LIMIT),
+                    Absent("no rate limit"),
+                    "token bucket answering 429 with Retry-After",
+                ),
+                f(
+                    "idempotency",
+                    Ty::Table(&IDEMPOTENCY),
+                    Absent("no dedup store: keys are ignored"),
+                    "the dedup store for idempotency keys",
+                ),
+                f(
+                    "overload",
+                    Ty::Table(&OVERLOAD),
+                    Absent("no collapse"),
+                    "service time grows with the requests in service past a knee",
+                ),
+            ],
+        },
+        Variant {
+            kind: "occ",
+            doc: "the optimistic-concurrency row of the AWS \"Exponential Backoff and Jitter\" study",
+            fields: &[],
+        },
+    ],
+};
+
+pub static ERROR: Table = Table {
+    partial: false,
+    fields: &[
+        f("status", STATUS, Required, "the error's status"),
+        f("probability", Ty::Num, Required, "probability of answering it instead of serving")
+            .range(PROBABILITY),
+        f(
+            "after_effect",
+            Ty::Bool,
+            Value("false"),
+            "the work and its side effect happen; only the answer is an error",
+        ),
+    ],
+};
+
+const START: Field = f("start", Ty::Duration, Required, "when the fault begins");
+const DURATION: Field =
+    f("duration", Ty::Duration, Required, "how long it lasts; active on [start, start + duration)")
+        .range(POSITIVE)
+        .message("must be > 0: how long the fault lasts, e.g. \"5s\"");
+
+pub static FAULT: Tagged = Tagged {
+    tag: "kind",
+    what: "fault kind",
+    default: None,
+    variants: &[
+        Variant {
+            kind: "outage",
+            doc: "every request is answered `status` without the work",
+            fields: &[
+                START,
+                DURATION,
+                f(
+                    "status",
+                    Ty::StatusOrFailure,
+                    Value("503"),
+                    "the answer; \"timeout\" = no answer at all; \"connection-error\" = a fast failure",
+                ),
+                f("retry_after", Ty::Duration, Absent("no Retry-After"), "Retry-After sent with the answer"),
+            ],
+        },
+        Variant {
+            kind: "capacity",
+            doc: "`factor` x concurrency workers remain",
+            fields: &[
+                START,
+                DURATION,
+                f("factor", Ty::Num, Required, "the fraction of the workers still available")
+                    .range(PROBABILITY)
+                    .message("{v} is outside [0, 1]: the fraction of the workers still available, e.g. 0.5"),
+            ],
+        },
+        Variant {
+            kind: "slowdown",
+            doc: "service times are multiplied by `factor`",
+            fields: &[
+                START,
+                DURATION,
+                f("factor", Ty::Num, Required, "service-time multiplier").range(POSITIVE).message(
+                    "{v} is not a multiplier: service times are multiplied by it; use a number > 0, e.g. 3.0",
+                ),
+            ],
+        },
+        Variant {
+            kind: "errors",
+            doc: "a request is answered `status` with `probability` instead of being served",
+            fields: &[
+                START,
+                DURATION,
+                f("probability", Ty::Num, Required, "probability of the error answer").range(PROBABILITY),
+                f("status", STATUS, Value("503"), "the error's status"),
+                f(
+                    "after_effect",
+                    Ty::Bool,
+                    Value("false"),
+                    "the work and its side effect happen; only the answer is an error",
+                ),
+                f("retry_after", Ty::Duration, Absent("no Retry-After"), "Retry-After sent with the answer"),
+            ],
+        },
+    ],
+};
+
+pub static RATE_LIMIT: Table = Table {
+    partial: false,
+    fields: &[
+        f("rate", Ty::Num, Required, "tokens per second").range(POSITIVE),
+        f("burst", Ty::Num, Value("1.0"), "bucket size (the most requests let through at once)")
+            .range(Range::AtLeast(1.0)),
+        f(
+            "retry_after",
+            Ty::Choice(&["seconds", "exact"]),
+            Value("\"seconds\""),
+            "the 429's Retry-After: whole seconds rounded up, as HTTP sends it, or the exact time until a token",
+        ),
+    ],
+};
+
+pub static IDEMPOTENCY: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "ttl",
+            Ty::Duration,
+            Value("\"24h\""),
+            "how long a finished key is remembered; a repeat after that executes again",
+        )
+        .range(POSITIVE)
+        .message("must be > 0: how long a finished key is remembered, e.g. \"24h\""),
+        f(
+            "on_in_progress",
+            Ty::Choice(&["conflict", "wait"]),
+            Value("\"conflict\""),
+            "a repeat while the first request is in progress: 409 (\"conflict\") or wait for its answer (\"wait\", like SET NX)",
+        ),
+    ],
+};
+
+pub static OVERLOAD: Table = Table {
+    partial: false,
+    fields: &[
+        f("alpha", Ty::Num, Required, "service time x (1 + alpha x max(0, in_service - knee))")
+            .range(Range::AtLeast(0.0)),
+        f("knee", U32, Value("0"), "requests in service before service slows").rules("<= concurrency"),
+    ],
+};
+
+/// The keys of `[client]` and of every strategy (DESIGN §4).
+macro_rules! policy_fields {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            $($extra,)*
+            f("max_attempts", U32, Absent("unlimited"), "attempts per operation, the first one included (1 = no retries)")
+                .range(Range::AtLeast(1.0))
+                .message("must be at least 1 (it counts the first attempt; 1 = no retries)"),
+            f("timeout", Ty::Duration, Absent("none: wait for the answer however long it takes"), "per-attempt timeout")
+                .range(POSITIVE)
+                .message("must be > 0; leave it out to wait for every answer"),
+            f("deadline", Ty::Duration, Absent("none"), "operation deadline, measured from its first attempt; no retry starts that cannot begin before it")
+                .range(POSITIVE)
+                .message("must be > 0; leave it out for no deadline"),
+            f("retry_on", Ty::List(&Ty::StatusOrFailure), Absent("429, 502, 503, 504, 409 from the idempotency store, timeout, connection error"), "outcomes that are retried")
+                .rules("non-empty (to never retry, set max_attempts = 1)"),
+            f("backoff", Ty::Tagged(&BACKOFF), Required, "the delay before each retry").rules("required in the strategy, [client] or its preset"),
+            f("honor_retry_after", Ty::Bool, Value("false"), "use the server's Retry-After instead of the backoff"),
+            f("retry_after_cap", Ty::Duration, Absent("no cap"), "the longest Retry-After honoured (a Retry-After: 86400 must not park a worker for a day)"),
+            f(
+                "retry_after_mode",
+                Ty::Choice(&["replace", "envoy", "aws-2026", "grpc-pushback", "at-least-backoff"]),
+                Value("\"replace\""),
+                "how Retry-After combines with the backoff: replace it (urllib3); Envoy's U(v, 1.5v), discarded above 300 s; AWS 2026's clamp to [t, t + 5 s]; gRPC pushback (exact); max(backoff, v) (axios-retry)",
+            ),
+            f("honor_dont_retry", Ty::Bool, Value("false"), "do not retry an answer that says \"overloaded; don't retry\" (server.reject_dont_retry)"),
+            f("idempotency", Ty::Choice(&["none", "per-op", "per-attempt"]), Value("\"none\""), "idempotency keys: none, one per operation made before the retry loop (correct), or a new one per attempt (the classic bug)"),
+            f("budget", Ty::Tagged(&BUDGET), Absent("no budget"), "a retry budget: a retry it refuses ends the operation as failed_budget"),
+            f("breaker", Ty::Table(&BREAKER), Absent("no breaker"), "a circuit breaker guarding every attempt: an open one fails it locally (failed_breaker)"),
+            f("throttle", Ty::Tagged(&THROTTLE), Absent("no throttling"), "client-side adaptive throttling (failed_throttled)"),
+            f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
+        ]
+    };
+}
+
+pub static CLIENT: Table = Table { partial: true, fields: policy_fields!() };
+
+pub static STRATEGY: Table = Table {
+    partial: true,
+    fields: policy_fields!(
+        f(
+            "name",
+            Ty::Str,
+            Required,
+            "labels the strategy's rows and charts; `--set strategies.NAME...` addresses it"
+        )
+        .rules("non-empty; unique"),
+        f(
+            "preset",
+            Ty::Str,
+            Absent("none"),
+            "start from a production library's defaults (`retrysim presets`); other keys override it"
+        ),
+    ),
+};
+
+const BASE: Field = f("base", Ty::Duration, Required, "base delay");
+const CAP: Field = f("cap", Ty::Duration, Absent("no cap"), "longest delay").rules("cap >= base");
+const MULTIPLIER: Field = f("multiplier", Ty::Num, Value("2.0"), "growth per retry")
+    .range(Range::AtLeast(1.0))
+    .message("{v} would shrink the delays: multiplier must be a finite number >= 1");
+
+pub static BACKOFF: Tagged = Tagged {
+    tag: "kind",
+    what: "backoff kind",
+    default: None,
+    variants: &[
+        Variant { kind: "none", doc: "0", fields: &[] },
+        Variant { kind: "constant", doc: "base", fields: &[BASE] },
+        Variant { kind: "linear", doc: "min(cap, base * k)", fields: &[BASE, CAP] },
+        Variant {
+            kind: "exponential",
+            doc: "min(cap, base * multiplier^(k-1))",
+            fields: &[BASE, CAP, MULTIPLIER],
+        },
+        Variant {
+            kind: "full-jitter",
+            doc: "U(0, min(cap, base * multiplier^(k-1)))",
+            fields: &[BASE, CAP, MULTIPLIER],
+        },
+        Variant {
+            kind: "equal-jitter",
+            doc: "v/2 + U(0, v/2), v = min(cap, base * multiplier^(k-1))",
+            fields: &[BASE, CAP, MULTIPLIER],
+        },
+        Variant {
+            kind: "decorrelated-jitter",
+            doc: "s_k = min(cap, U(base, 3 * s_(k-1))), s_0 = base",
+            fields: &[BASE, CAP],
+        },
+        Variant {
+            kind: "decorrelated-jitter-v2",
+            doc: "Polly's DecorrelatedJitterBackoffV2 (base = median first delay)",
+            fields: &[BASE, CAP],
+        },
+        Variant {
+            kind: "additive-jitter",
+            doc: "min(cap, base * multiplier^(k-1) + U(0, jitter))",
+            fields: &[BASE, CAP, MULTIPLIER, f("jitter", Ty::Duration, Required, "the most added at random")],
+        },
+        Variant {
+            kind: "proportional-jitter",
+            doc: "v * U(1 - p, 1 + p), gRPC's +-20 % after the cap",
+            fields: &[
+                BASE,
+                CAP,
+                MULTIPLIER,
+                f("p", Ty::Num, Value("0.2"), "relative jitter")
+                    .range(PROBABILITY)
+                    .message("{v} is outside [0, 1]: the relative jitter, e.g. 0.2 for +-20 %"),
+            ],
+        },
+    ],
+};
+
+pub static BUDGET: Tagged = Tagged {
+    tag: "kind",
+    what: "budget kind",
+    default: None,
+    variants: &[
+        Variant {
+            kind: "token-bucket",
+            doc: "AWS SDK retry quota: a retry takes tokens, a success refunds",
+            fields: &[
+                f("capacity", Ty::Num, Value("500.0"), "tokens, and the bucket's start").range(POSITIVE),
+                f("retry_cost", Ty::Num, Value("5.0"), "tokens a retry takes").range(Range::AtLeast(0.0)),
+                f("timeout_cost", Ty::Num, Value("10.0"), "tokens a retry after a timeout takes").range(Range::AtLeast(0.0)),
+                f("throttling_cost", Ty::Num, Value("5.0"), "tokens a retry after a 429 takes").range(Range::AtLeast(0.0)),
+                f("success_refund", Ty::Num, Value("1.0"), "tokens a success without retries gives back (a success after retries returns its last retry's cost)").range(Range::AtLeast(0.0)),
+                scope(),
+            ],
+        },
+        Variant {
+            kind: "grpc-throttle",
+            doc: "gRPC retryThrottling: -1 per failure, +token_ratio per success, retry while tokens > max_tokens / 2",
+            fields: &[
+                f("max_tokens", Ty::Num, Value("10.0"), "tokens, and the start").range(Range::AboveUpTo(0.0, 1000.0)),
+                f("token_ratio", Ty::Num, Value("0.1"), "tokens per success").range(POSITIVE),
+                scope(),
+            ],
+        },
+        Variant {
+            kind: "ratio",
+            doc: "Finagle / Linkerd / tower: retries <= ratio x requests + min_per_second x ttl over a sliding ttl",
+            fields: &[
+                f("ratio", Ty::Num, Value("0.2"), "retries allowed per request").range(Range::Between(0.0, 1000.0)),
+                f("min_per_second", Ty::Num, Value("10.0"), "free retries per second").range(Range::AtLeast(0.0)),
+                f("ttl", Ty::Duration, Value("\"10s\""), "the sliding window").rules("from 1s to 60s"),
+                scope(),
+            ],
+        },
+        Variant {
+            kind: "concurrency",
+            doc: "Envoy: active retries < max(percent % x active requests, min_concurrency)",
+            fields: &[
+                f("percent", Ty::Num, Value("20.0"), "percent of the active requests").range(Range::Between(0.0, 100.0)),
+                f("min_concurrency", U32, Value("3"), "retries always allowed at once"),
+                scope(),
+            ],
+        },
+    ],
+};
+
+pub static BREAKER: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "window",
+            Ty::CallsOrDuration,
+            Value("100"),
+            "the last N calls (a number), or the calls of the last whole seconds (a duration)",
+        )
+        .rules("> 0; a duration is whole seconds"),
+        f("failure_rate", Ty::Num, Value("0.5"), "opens when the failure rate reaches this")
+            .range(Range::AboveUpTo(0.0, 1.0)),
+        f("slow_call_rate", Ty::Num, Value("1.0"), "opens when the slow-call rate reaches this")
+            .range(Range::AboveUpTo(0.0, 1.0)),
+        f("slow_call_duration", Ty::Duration, Value("\"60s\""), "a call longer than this is slow"),
+        f("minimum_calls", U32, Value("100"), "calls in the window before it may open")
+            .range(Range::AtLeast(1.0)),
+        f("open_for", Ty::Duration, Value("\"60s\""), "how long it stays open before letting probes through"),
+        f("half_open_calls", U32, Value("10"), "probes let through when half-open")
+            .range(Range::AtLeast(1.0)),
+        scope(),
+    ],
+};
+
+pub static THROTTLE: Tagged = Tagged {
+    tag: "kind",
+    what: "throttle kind",
+    default: None,
+    variants: &[
+        Variant {
+            kind: "sre",
+            doc: "Google SRE: reject locally with probability max(0, (requests - k x accepts) / (requests + 1))",
+            fields: &[
+                f("k", Ty::Num, Value("2.0"), "the multiplier K").range(Range::AtLeast(1.0)),
+                f(
+                    "window",
+                    Ty::Duration,
+                    Value("\"2m\""),
+                    "the window requests and accepts are counted over",
+                )
+                .range(POSITIVE),
+                scope(),
+            ],
+        },
+        Variant {
+            kind: "aws-adaptive",
+            doc: "AWS SDK adaptive mode: a CUBIC send-rate limiter that delays attempts after throttling",
+            fields: &[scope()],
+        },
+    ],
+};
+
+pub static LAYER: Table = Table {
+    partial: false,
+    fields: &[
+        f("name", Ty::Str, Value("\"gateway\""), "labels the layer in messages"),
+        f(
+            "max_attempts",
+            U32,
+            Value("3"),
+            "attempts this layer makes per request it receives, the first included",
+        )
+        .range(Range::AtLeast(1.0))
+        .message("must be at least 1 (it counts the first attempt; 1 = no retries)"),
+        f("timeout", Ty::Duration, Absent("none"), "per-attempt timeout of this layer").range(POSITIVE),
+        f("retry_on", Ty::List(&Ty::StatusOrFailure), Absent("the defaults"), "outcomes this layer retries"),
+        f(
+            "backoff",
+            Ty::Tagged(&BACKOFF),
+            Value("{ kind = \"none\" }"),
+            "this layer's delay before each retry",
+        ),
+        f(
+            "honor_dont_retry",
+            Ty::Bool,
+            Value("false"),
+            "do not retry an answer that says \"overloaded; don't retry\"",
+        ),
+    ],
+};
+
+#[cfg(test)]
+mod tests;

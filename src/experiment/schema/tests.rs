@@ -1,0 +1,269 @@
+//! The schema is consistent with itself, with the spec types, with the presets and with the
+//! shipped experiments.
+
+use super::check::{Checker, Fill, literal};
+use super::*;
+use crate::experiment::{Overrides, load_str};
+use toml::Value;
+
+/// Every field of every table and kind reachable from the root, with its path.
+fn walk(path: &str, ty: &'static Ty, out: &mut Vec<(String, &'static Field)>) {
+    match ty {
+        Ty::List(item) => walk(&format!("{path}[]"), item, out),
+        Ty::Table(t) => {
+            for f in t.fields {
+                let p = format!("{path}.{}", f.key);
+                out.push((p.clone(), f));
+                walk(&p, &f.ty, out);
+            }
+        }
+        Ty::Tagged(t) => {
+            for v in t.variants {
+                for f in v.fields {
+                    let p = format!("{path}({}).{}", v.kind, f.key);
+                    out.push((p.clone(), f));
+                    walk(&p, &f.ty, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn all_fields() -> Vec<(String, &'static Field)> {
+    static ROOT_TY: Ty = Ty::Table(&ROOT);
+    let mut out = Vec::new();
+    walk("", &ROOT_TY, &mut out);
+    out
+}
+
+#[test]
+fn every_default_passes_its_own_check() {
+    let name = |p: &str, i: usize, _: &Value| format!("{p}[{i}]");
+    let checker =
+        Checker { origin: "schema", fill: Fill::Defaults, partials: Fill::Nothing, name_entry: &name };
+    let mut checked = 0;
+    for (path, f) in all_fields() {
+        if let IfAbsent::Value(text) = f.default {
+            let mut v = literal(text);
+            checker
+                .value(&path, &f.ty, &mut v, f.range, f.range_message)
+                .unwrap_or_else(|e| panic!("default of {path} = {text}: {e}"));
+            checked += 1;
+        }
+        assert!(!f.doc.is_empty(), "{path} has no doc");
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+#[test]
+fn keys_are_unique_within_each_table() {
+    fn unique(fields: &[Field], at: &str) {
+        let mut keys: Vec<&str> = fields.iter().map(|f| f.key).collect();
+        let n = keys.len();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "duplicate key in {at}");
+    }
+    for (path, f) in all_fields() {
+        match &f.ty {
+            Ty::Table(t) => unique(t.fields, &path),
+            Ty::List(Ty::Table(t)) => unique(t.fields, &path),
+            Ty::Tagged(t) => t.variants.iter().for_each(|v| unique(v.fields, &format!("{path}({})", v.kind))),
+            _ => {}
+        }
+    }
+    unique(ROOT.fields, "root");
+}
+
+/// A file that sets every key of the format (each kind of each tagged table appears once):
+/// it loads, so every key the schema accepts also fits the spec types.
+#[test]
+fn a_file_with_every_key_loads() {
+    let text = r#"
+name = "every-key"
+seed = 3
+runs = 1
+horizon = "30s"
+[workload]
+kind = "open"
+rate = 50.0
+duration = "20s"
+schedule = [{ at = "5s", rate = 60.0 }]
+clients = 4
+[network]
+latency = { dist = "lognormal", median = "1ms", sigma = 0.3 }
+request_loss = 0.01
+response_loss = 0.01
+[server]
+kind = "queue"
+concurrency = 8
+service_time = { dist = "uniform", low = "5ms", high = "15ms" }
+queue = 20
+reject_status = 429
+reject_dont_retry = true
+errors = [{ status = 500, probability = 0.01, after_effect = true }]
+drop_expired = true
+rate_limit = { rate = 100.0, burst = 10.0, retry_after = "exact" }
+idempotency = { ttl = "1h", on_in_progress = "wait" }
+overload = { alpha = 0.1, knee = 6 }
+[[server.faults]]
+kind = "outage"
+start = "6s"
+duration = "1s"
+status = 503
+retry_after = "2s"
+[[server.faults]]
+kind = "capacity"
+start = "8s"
+duration = "1s"
+factor = 0.5
+[[server.faults]]
+kind = "slowdown"
+start = "9s"
+duration = "1s"
+factor = 2.0
+[[server.faults]]
+kind = "errors"
+start = "10s"
+duration = "1s"
+probability = 0.2
+status = 502
+after_effect = false
+retry_after = "1s"
+[client]
+max_attempts = 4
+timeout = "500ms"
+deadline = "5s"
+retry_on = [429, 503, "timeout", "connection-error"]
+honor_retry_after = true
+retry_after_cap = "10s"
+retry_after_mode = "aws-2026"
+honor_dont_retry = true
+idempotency = "per-op"
+[[strategies]]
+name = "tb"
+backoff = { kind = "exponential", base = "10ms", cap = "1s", multiplier = 3.0 }
+budget = { kind = "token-bucket", capacity = 100.0, retry_cost = 5.0, timeout_cost = 10.0, throttling_cost = 5.0, success_refund = 1.0, scope = "shared" }
+breaker = { window = 50, failure_rate = 0.5, slow_call_rate = 0.9, slow_call_duration = "200ms", minimum_calls = 20, open_for = "2s", half_open_calls = 3, scope = "client" }
+throttle = { kind = "sre", k = 2.0, window = "1m", scope = "shared" }
+layers = [{ name = "gw", max_attempts = 2, timeout = "200ms", retry_on = [503], backoff = { kind = "constant", base = "5ms" }, honor_dont_retry = true }]
+[[strategies]]
+name = "grpc"
+backoff = { kind = "proportional-jitter", base = "10ms", cap = "1s", multiplier = 1.6, p = 0.2 }
+budget = { kind = "grpc-throttle", max_tokens = 10.0, token_ratio = 0.1 }
+throttle = { kind = "aws-adaptive", scope = "client" }
+[[strategies]]
+name = "ratio"
+backoff = { kind = "decorrelated-jitter", base = "5ms", cap = "1s" }
+budget = { kind = "ratio", ratio = 0.2, min_per_second = 10.0, ttl = "10s" }
+breaker = { window = "10s" }
+[[strategies]]
+name = "envoy"
+backoff = { kind = "full-jitter", base = "25ms", cap = "250ms" }
+budget = { kind = "concurrency", percent = 20.0, min_concurrency = 3 }
+[[strategies]]
+name = "others"
+backoff = { kind = "additive-jitter", base = "1ms", cap = "1s", multiplier = 2.0, jitter = "3ms" }
+[[strategies]]
+name = "more"
+backoff = { kind = "equal-jitter", base = "1ms", cap = "1s" }
+[[strategies]]
+name = "v2"
+backoff = { kind = "decorrelated-jitter-v2", base = "1ms", cap = "1s" }
+[[strategies]]
+name = "lin"
+backoff = { kind = "linear", base = "1ms", cap = "1s" }
+[[strategies]]
+name = "const"
+backoff = { kind = "constant", base = "1ms" }
+[[strategies]]
+name = "fj"
+backoff = { kind = "full-jitter", base = "1ms" }
+[[strategies]]
+name = "nothing"
+backoff = { kind = "none" }
+[[strategies]]
+name = "from-a-preset"
+preset = "aws-standard"
+max_attempts = 2
+[output]
+bucket = "500ms"
+timeseries = true
+[sweep]
+skip_invalid = false
+"server.concurrency" = [8, 10]
+"#;
+    let exp = load_str(text, "every-key.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(exp.points.len(), 2);
+    // The kinds the file above cannot hold at once: a closed workload against the OCC row.
+    let closed = r#"
+name = "every-key-closed"
+[workload]
+kind = "closed"
+clients = 3
+ops_per_client = 2
+think_time = "1ms"
+ramp = "10ms"
+[network]
+latency = { dist = "normal", mean = "1ms", sd = "0" }
+[server]
+kind = "occ"
+[[strategies]]
+name = "c"
+backoff = { kind = "constant", base = "1ms" }
+"#;
+    load_str(closed, "closed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"constant\", value = \"1ms\" }\n";
+    let constant = closed
+        .replace("[server]\nkind = \"occ\"\n", service)
+        .replace("dist = \"normal\", mean = \"1ms\", sd = \"0\"", "dist = \"exponential\", mean = \"1ms\"");
+    load_str(&constant, "constant.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{text}{closed}{constant}");
+    // Every key of every table appears in the text above (so the test covers the format).
+    for (path, f) in all_fields() {
+        let key = f.key;
+        assert!(
+            [format!("{key} ="), format!("[{key}]"), format!(".{key}]"), format!("\"{key}")]
+                .iter()
+                .any(|k| text.contains(k)),
+            "the every-key file lacks `{key}` ({path}): add it"
+        );
+    }
+}
+
+#[test]
+fn every_preset_resolves_through_the_loader() {
+    for p in crate::policy::presets::PRESETS {
+        let text = format!(
+            "name = \"p\"\n[workload]\nkind = \"open\"\nrate = 10.0\nduration = \"10s\"\n[server]\nconcurrency = 2\nservice_time = {{ dist = \"constant\", value = \"1ms\" }}\n[client]\ntimeout = \"1s\"\nmax_attempts = 3\n[[strategies]]\nname = \"x\"\npreset = \"{}\"\n",
+            p.name
+        );
+        let exp = load_str(&text, "preset.toml", &Overrides::default())
+            .unwrap_or_else(|e| panic!("preset {}: {e}", p.name));
+        assert_eq!(exp.points[0].strategies[0].preset.as_deref(), Some(p.name));
+    }
+}
+
+#[test]
+fn json_schema_accepts_the_shipped_experiments_and_refuses_unknown_keys() {
+    let schema = json::schema();
+    let validator = jsonschema::validator_for(&schema).expect("the generated schema is a valid JSON Schema");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.retain(|p| p.extension().is_some_and(|e| e == "toml"));
+    files.sort();
+    assert!(files.len() >= 5);
+    for path in &files {
+        let doc: toml::Value =
+            std::fs::read_to_string(path).unwrap().parse::<toml::Table>().map(Value::Table).unwrap();
+        let json = serde_json::to_value(&doc).unwrap();
+        let errors: Vec<String> =
+            validator.iter_errors(&json).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+    }
+    let bad: toml::Table = "name = \"x\"\n[workload]\nkind = \"closed\"\nclientz = 3\n".parse().unwrap();
+    assert!(!validator.is_valid(&serde_json::to_value(&bad).unwrap()), "an unknown key must not validate");
+    let bad_kind: toml::Table = "name = \"x\"\n[workload]\nkind = \"closd\"\n".parse().unwrap();
+    assert!(!validator.is_valid(&serde_json::to_value(&bad_kind).unwrap()));
+}
