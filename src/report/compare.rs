@@ -217,7 +217,7 @@ fn render_group(
         .collect();
     let mut line = String::new();
     for (c, h) in header.iter().enumerate() {
-        pad(&mut line, h, widths[c], c == 0);
+        pad(&mut line, h, widths[c], true);
     }
     let _ = writeln!(out, "{}", line.trim_end());
     for cells in &table {
@@ -305,7 +305,7 @@ fn difference(metric: &str, better: Better, best: &str, b: f64, worst: &str, w: 
         }
         Better::Higher if metric == "success_rate" || info(metric).unit.starts_with("fraction") => {
             format!(
-                "{best}: {what} {} points higher than {worst} ({} vs {})",
+                "{best}: {what} {} percentage points higher than {worst} ({} vs {})",
                 percent(100.0 * (b - w)),
                 sig(b, 3),
                 sig(w, 3)

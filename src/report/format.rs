@@ -24,7 +24,8 @@ pub fn sig(x: f64, sig: i32) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         return fixed(x, 0);
     }
-    fixed(x, decimals_for(x, sig))
+    let s = fixed(x, decimals_for(x, sig));
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
 }
 
 /// The rounding step of a half-width: one significant digit, two when it starts with 1 (so
@@ -96,6 +97,7 @@ mod tests {
         assert_eq!(sig(1.0, 4), "1");
         assert_eq!(sig(4213.8, 4), "4214");
         assert_eq!(sig(0.0698286, 3), "0.0698");
+        assert_eq!(sig(3.2, 4), "3.2");
         assert_eq!(sig(-0.00001, 1), "-0.00001");
         assert_eq!(tick(0.5, 0.1), "0.5");
         assert_eq!(tick(2000.0, 500.0), "2000");

@@ -27,6 +27,8 @@ pub struct Axis {
     pub lo: f64,
     /// High end of the range.
     pub hi: f64,
+    /// About how many labelled ticks a linear axis gets.
+    pub density: f64,
 }
 
 /// The round step (1, 2 or 5 x 10^k) that cuts `span` into about `n` parts.
@@ -53,7 +55,7 @@ impl Axis {
     /// A categorical axis over `names`.
     pub fn categorical(names: Vec<String>) -> Axis {
         let n = names.len() as f64;
-        Axis { scale: Scale::Categorical(names), lo: -0.5, hi: n - 0.5 }
+        Axis { scale: Scale::Categorical(names), lo: -0.5, hi: n - 0.5, density: 5.0 }
     }
 
     /// An axis that shows `values` (finite ones): logarithmic when they are all positive and
@@ -62,7 +64,7 @@ impl Axis {
     pub fn for_values(values: impl IntoIterator<Item = f64>, allow_log: bool, from_zero: bool) -> Axis {
         let vs: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
         if vs.is_empty() {
-            return Axis { scale: Scale::Linear, lo: 0.0, hi: 1.0 };
+            return Axis::linear(0.0, 1.0);
         }
         let min = vs.iter().copied().fold(f64::INFINITY, f64::min);
         let max = vs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -71,6 +73,7 @@ impl Axis {
                 scale: Scale::Log,
                 lo: 10f64.powf(min.log10().floor()),
                 hi: 10f64.powf(max.log10().ceil()),
+                density: 5.0,
             };
         }
         let (mut lo, mut hi) = (min, max);
@@ -86,12 +89,18 @@ impl Axis {
             }
         }
         let step = nice_step(hi - lo, 5.0);
-        Axis { scale: Scale::Linear, lo: (lo / step).floor() * step, hi: (hi / step).ceil() * step }
+        Axis::linear((lo / step).floor() * step, (hi / step).ceil() * step)
     }
 
     /// An exact linear range.
     pub fn linear(lo: f64, hi: f64) -> Axis {
-        Axis { scale: Scale::Linear, lo, hi }
+        Axis { scale: Scale::Linear, lo, hi, density: 5.0 }
+    }
+
+    /// The same axis with about `n` labelled ticks (linear scales).
+    pub fn with_density(mut self, n: f64) -> Axis {
+        self.density = n;
+        self
     }
 
     /// Where `v` falls, as a fraction of the axis (0 = low end).
@@ -123,7 +132,7 @@ impl Axis {
                 t
             }
             Scale::Linear => {
-                let step = nice_step(self.hi - self.lo, 5.0);
+                let step = nice_step(self.hi - self.lo, self.density);
                 let first = (self.lo / step).ceil() as i64;
                 let last = (self.hi / step + 1e-9).floor() as i64;
                 (first..=last).map(|k| k as f64 * step).collect()
@@ -140,7 +149,7 @@ impl Axis {
                 (a..b).flat_map(|e| (2..10).map(move |k| k as f64 * 10f64.powi(e))).collect()
             }
             Scale::Linear => {
-                let step = nice_step(self.hi - self.lo, 5.0) / 2.0;
+                let step = nice_step(self.hi - self.lo, self.density) / 2.0;
                 let first = (self.lo / step).ceil() as i64;
                 let last = (self.hi / step + 1e-9).floor() as i64;
                 (first..=last).map(|k| k as f64 * step).collect()
@@ -159,8 +168,8 @@ impl Axis {
                     String::new()
                 }
             }
-            Scale::Log => format::tick(v, v / 10.0),
-            Scale::Linear => format::tick(v, nice_step(self.hi - self.lo, 5.0)),
+            Scale::Log => format::tick(v, v),
+            Scale::Linear => format::tick(v, nice_step(self.hi - self.lo, self.density)),
         }
     }
 }

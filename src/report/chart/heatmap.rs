@@ -70,7 +70,7 @@ fn ordered_values(set: &ResultSet, k: usize) -> (Vec<String>, Vec<usize>, String
     let names: Vec<String> = distinct.into_iter().map(|(_, v)| v).collect();
     let index =
         set.points.iter().map(|pt| names.iter().position(|n| *n == pt.values[k]).unwrap_or(0)).collect();
-    (names, index, axis.title)
+    (names, index, set.sweep_keys[k].clone())
 }
 
 /// One heatmap per (chosen metric, strategy) when exactly two keys are swept.

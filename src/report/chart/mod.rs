@@ -7,6 +7,7 @@
 //! the machine that draws or shows a chart.
 
 pub mod axis;
+pub mod bitmap_text;
 pub mod heatmap;
 pub mod latency_cdf;
 pub mod svg_text;
@@ -283,7 +284,7 @@ impl Chart {
         let (w, h) = self.size;
         let mut buf = vec![0u8; w as usize * h as usize * 3];
         {
-            let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
+            let root = bitmap_text::OutlinedBitmap::new(&mut buf, (w, h)).into_drawing_area();
             self.draw(&root).map_err(|m| self.error(m))?;
             root.present().map_err(|e| self.error(e.to_string()))?;
         }

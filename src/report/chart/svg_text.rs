@@ -15,6 +15,7 @@ use plotters_backend::{
 };
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 /// Glyphs and text runs collected while a chart is drawn.
 #[derive(Default)]
@@ -28,6 +29,32 @@ pub struct TextLayer {
 fn num(x: f32) -> String {
     let r = (x * 10.0).round() / 10.0;
     if r == 0.0 { "0".into() } else { format!("{r}") }
+}
+
+/// The embedded font, parsed once.
+pub fn embedded_font() -> &'static FontRef<'static> {
+    static PARSED: OnceLock<FontRef<'static>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        FontRef::try_from_slice(FONT).expect("the embedded font assets/fonts/DejaVuSans.ttf parses")
+    })
+}
+
+/// Where a text's layout box starts relative to its anchor point, as plotters computes it
+/// for bitmaps: `(dx, dy)` in the text's own (unrotated) frame.
+pub fn anchor_offset<S: BackendTextStyle>(text: &str, style: &S) -> Result<(i32, i32), S::FontError> {
+    let ((x0, y0), (x1, y1)) = style.layout_box(text)?;
+    let (width, height) = (x1 - x0, y1 - y0);
+    let dx = match style.anchor().h_pos {
+        HPos::Left => 0,
+        HPos::Right => -width,
+        HPos::Center => -width / 2,
+    };
+    let dy = match style.anchor().v_pos {
+        VPos::Top => 0,
+        VPos::Center => -height / 2,
+        VPos::Bottom => -height,
+    };
+    Ok((dx - x0, dy - y0))
 }
 
 fn outline_path(font: &FontRef<'static>, id: GlyphId) -> String {
@@ -76,7 +103,7 @@ impl TextLayer {
         dxy: (i32, i32),
         trans: FontTransform,
     ) {
-        let font = FontRef::try_from_slice(FONT).expect("the embedded font parses");
+        let font = embedded_font();
         let scale = size as f32 / font.height_unscaled();
         let rotate = match trans {
             FontTransform::None => 0,
@@ -222,20 +249,8 @@ impl DrawingBackend for OutlinedSvg<'_, '_> {
         if color.alpha == 0.0 {
             return Ok(());
         }
-        let ((x0, y0), (x1, y1)) =
-            style.layout_box(text).map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
-        let (width, height) = (x1 - x0, y1 - y0);
-        let dx = match style.anchor().h_pos {
-            HPos::Left => 0,
-            HPos::Right => -width,
-            HPos::Center => -width / 2,
-        };
-        let dy = match style.anchor().v_pos {
-            VPos::Top => 0,
-            VPos::Center => -height / 2,
-            VPos::Bottom => -height,
-        };
-        self.text.add(text, style.size(), color, pos, (dx - x0, dy - y0), style.transform());
+        let dxy = anchor_offset(text, style).map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
+        self.text.add(text, style.size(), color, pos, dxy, style.transform());
         Ok(())
     }
 }

@@ -111,11 +111,11 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
                 if point.capacity_rps.is_none() { " (unknown here, not drawn)" } else { "" }
             ),
             section: "Time series",
-            size: (800, 110 + 250 * panels.len() as u32),
+            size: (800, 110 + 330 * panels.len() as u32),
             kind: Kind::Timeseries(TimeseriesChart {
                 t: Axis::linear(0.0, if t_end > 0.0 { t_end } else { 1.0 }),
-                rate: Axis::for_values(rates, false, true),
-                queue: Axis::for_values(queues.chain([0.0, 1.0]), false, true),
+                rate: Axis::for_values(rates, false, true).with_density(4.0),
+                queue: Axis::for_values(queues.chain([0.0, 1.0]), false, true).with_density(2.0),
                 capacity_rps: point.capacity_rps,
                 faults: point.faults.clone(),
                 panels,
@@ -152,7 +152,7 @@ impl TimeseriesChart {
         for (panel, part) in self.panels.iter().zip(&parts) {
             let part = part.titled(&capitalise(&panel.name), font(17.0)).map_err(err)?;
             let (_, h) = part.dim_in_pixel();
-            let (upper, lower) = part.split_vertically(h as i32 * 62 / 100);
+            let (upper, lower) = part.split_vertically(h as i32 * 58 / 100);
             self.rates(&upper, panel)?;
             self.queue_panel(&lower, panel)?;
         }
