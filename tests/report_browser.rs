@@ -102,7 +102,11 @@ fn report_loads_in_a_browser_with_every_chart_visible() {
 
     // 3. A screenshot of the top of the page (title, facts, comparison, table) is not blank.
     let shot = tmp.path().join("shot.png");
-    run_chromium(&["--window-size=800,1400".into(), format!("--screenshot={}", shot.display()), url(&report)]);
+    run_chromium(&[
+        "--window-size=800,1400".into(),
+        format!("--screenshot={}", shot.display()),
+        url(&report),
+    ]);
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size()];

@@ -70,7 +70,7 @@ pub fn tick(x: f64, step: f64) -> String {
     }
     let d = if step > 0.0 && step.is_finite() { decimals_for(step, 1) } else { decimals_for(x, 3) };
     let abs = x.abs();
-    if abs >= 1e6 || abs < 1e-4 {
+    if !(1e-4..1e6).contains(&abs) {
         let s = format!("{x:.1e}");
         return s.replace(".0e", "e");
     }

@@ -150,7 +150,9 @@ fn legend_rows(entries: &[LegendEntry], width: i32) -> Vec<Vec<&LegendEntry>> {
             rows.push(Vec::new());
             x = 0;
         }
-        rows.last_mut().map(|r| r.push(e));
+        if let Some(r) = rows.last_mut() {
+            r.push(e);
+        }
         x += w;
     }
     rows

@@ -2,7 +2,7 @@
 //! chart looks the same in any viewer, on a machine with no fonts at all.
 //!
 //! It wraps plotters' `SVGBackend` and forwards every shape to it; `draw_text` instead
-//! records the glyphs, which [`finish`] appends as `<defs>` (each glyph's outline once, in
+//! records the glyphs, which [`TextLayer::finish`] appends as `<defs>` (each glyph's outline once, in
 //! font units) and `<use>` elements. Text is placed like plotters places it in a bitmap
 //! (same layout box, anchor and baseline), so the SVG and PNG of a chart agree.
 
@@ -121,7 +121,7 @@ impl TextLayer {
                 pen += font.kern_unscaled(p, id);
             }
             prev = Some(id);
-            let path = self.glyphs.entry(id.0).or_insert_with(|| outline_path(&font, id));
+            let path = self.glyphs.entry(id.0).or_insert_with(|| outline_path(font, id));
             if !path.is_empty() {
                 let _ = write!(uses, "<use href=\"#@g{}\" x=\"{}\"/>", id.0, num(pen));
             }
