@@ -358,9 +358,8 @@ fn constraints_parse_or_say_why_not() {
 #[test]
 fn ranking_lists_feasible_rows_and_names_the_binding_constraint() {
     let set = ResultSet::read_dir(&fixture("storm-two-keys")).unwrap();
-    let opts = CompareOptions::default();
     let c = |t: &str| Constraint::parse(t).unwrap();
-    let text = rank(&set, "calls", &[c("success_rate >= 0.95")], &opts).unwrap();
+    let text = rank(&set, "calls", &[c("success_rate >= 0.95")]).unwrap();
     let first = text.lines().nth(1).unwrap();
     assert!(text.starts_with("rank by calls (smallest first) where success_rate >= 0.95:"), "{text}");
     assert!(
@@ -369,7 +368,7 @@ fn ranking_lists_feasible_rows_and_names_the_binding_constraint() {
     );
     assert!(first.contains('±'), "intervals: {text}");
 
-    let none = rank(&set, "calls", &[c("success_rate >= 0.999"), c("latency_p99_s <= 1")], &opts).unwrap();
+    let none = rank(&set, "calls", &[c("success_rate >= 0.999"), c("latency_p99_s <= 1")]).unwrap();
     assert!(none.contains(": 0 of 54 rows feasible"), "{none}");
     assert!(none.contains("no row satisfies every constraint"), "{none}");
     assert!(
@@ -377,12 +376,12 @@ fn ranking_lists_feasible_rows_and_names_the_binding_constraint() {
         "{none}"
     );
 
-    let e = rank(&set, "latency_p99", &[], &opts).unwrap_err();
+    let e = rank(&set, "latency_p99", &[]).unwrap_err();
     let msg = e.to_string();
     assert!(
         msg.contains("unknown metric `latency_p99`") && msg.contains("did you mean `latency_p99_s`?"),
         "{msg}"
     );
-    let e = rank(&set, "calls", &[c("sucess_rate >= 0.9")], &opts).unwrap_err();
+    let e = rank(&set, "calls", &[c("sucess_rate >= 0.9")]).unwrap_err();
     assert!(e.to_string().contains("did you mean `success_rate`?"), "{e}");
 }

@@ -446,12 +446,7 @@ fn metric_or_error(set: &ResultSet, name: &str) -> Result<usize, ReportError> {
 /// first (largest first for metrics where higher is better, else smallest first), each with
 /// its interval and the constrained metrics. When no row is feasible, says which constraint
 /// binds: the one whose removal would leave feasible rows, with the best of those.
-pub fn rank<'s>(
-    set: &'s ResultSet,
-    metric: &str,
-    constraints: &[Constraint],
-    opts: &CompareOptions,
-) -> Result<String, ReportError> {
+pub fn rank<'s>(set: &'s ResultSet, metric: &str, constraints: &[Constraint]) -> Result<String, ReportError> {
     let m = metric_or_error(set, metric)?;
     let cons: Vec<(usize, &Constraint)> = constraints
         .iter()
@@ -500,12 +495,11 @@ pub fn rank<'s>(
             }
             let _ = writeln!(out, "{line}");
         }
-        let _ = opts;
         return Ok(out);
     }
     let _ = writeln!(out, "no row satisfies every constraint");
     let mut some_binds = false;
-    for (k, &(ci, c)) in cons.iter().enumerate() {
+    for (k, &(_, c)) in cons.iter().enumerate() {
         let without = sorted(
             set.summary
                 .iter()
@@ -516,34 +510,38 @@ pub fn rank<'s>(
             some_binds = true;
             let _ = writeln!(
                 out,
-                "`{c}` binds: without it {} row{} would be feasible, the best {} with {}",
+                "`{c}` binds: without it {} row{} would be feasible, the best by {metric} being {} ({})",
                 without.len(),
                 if without.len() == 1 { "" } else { "s" },
                 describe(first.point, first.strategy),
-                value_of(first.point, first.strategy, ci)
+                cons.iter()
+                    .map(|&(ci, _)| value_of(first.point, first.strategy, ci))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }
     if !some_binds {
-        let _ = writeln!(out, "no single constraint binds; the best each metric reaches:");
-        for &(ci, c) in &cons {
-            let info_better = match c.op {
-                Op::Le | Op::Lt => Better::Lower,
-                Op::Ge | Op::Gt => Better::Higher,
-            };
-            let best = set
-                .summary
-                .iter()
-                .filter_map(|r| r.mean[ci].map(|v| (r, v)))
-                .reduce(|a, b| if is_better(info_better, b.1, a.1) { b } else { a });
-            if let Some((r, _)) = best {
-                let _ = writeln!(
-                    out,
-                    "  `{c}`: at best {} ({})",
-                    value_of(r.point, r.strategy, ci),
-                    describe(r.point, r.strategy)
-                );
-            }
+        let _ = writeln!(out, "no single constraint binds: dropping any one still leaves no feasible row");
+    }
+    // How close each constrained metric gets, anywhere.
+    for &(ci, c) in &cons {
+        let toward = match c.op {
+            Op::Le | Op::Lt => Better::Lower,
+            Op::Ge | Op::Gt => Better::Higher,
+        };
+        let best = set
+            .summary
+            .iter()
+            .filter_map(|r| r.mean[ci].map(|v| (r, v)))
+            .reduce(|a, b| if is_better(toward, b.1, a.1) { b } else { a });
+        if let Some((r, _)) = best {
+            let _ = writeln!(
+                out,
+                "  `{c}`: the best any row reaches is {} ({})",
+                value_of(r.point, r.strategy, ci),
+                describe(r.point, r.strategy)
+            );
         }
     }
     Ok(out)
