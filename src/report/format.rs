@@ -65,12 +65,9 @@ pub fn cell(x: Option<f64>) -> String {
 
 /// An axis tick: short, exact for round numbers, `1.5k`-free (plain digits).
 pub fn tick(x: f64, step: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
     let d = if step > 0.0 && step.is_finite() { decimals_for(step, 1) } else { decimals_for(x, 3) };
     let abs = x.abs();
-    if !(1e-4..1e6).contains(&abs) {
+    if x != 0.0 && !(1e-4..1e6).contains(&abs) {
         let s = format!("{x:.1e}");
         return s.replace(".0e", "e");
     }

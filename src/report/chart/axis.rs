@@ -212,7 +212,7 @@ mod tests {
         assert_eq!((a.lo, a.hi), (0.0, 1.0));
         assert_eq!(
             a.ticks().iter().map(|t| a.label(*t)).collect::<Vec<_>>(),
-            ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+            ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
         );
         let l = Axis::for_values([37.0, 8013.0], true, true);
         assert_eq!(l.scale, Scale::Log);
