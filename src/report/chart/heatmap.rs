@@ -176,7 +176,7 @@ impl HeatmapChart {
         let steps = (bottom - top).max(1);
         for i in 0..steps {
             let t = 1.0 - i as f64 / steps as f64;
-            area.draw(&Rectangle::new([(x0, top + i), (x1, top + i + 1)], viridis(t).filled()))
+            area.draw(&Rectangle::new([(x0, top + i), (x1, (top + i + 2).min(bottom))], viridis(t).filled()))
                 .map_err(err)?;
         }
         area.draw(&Rectangle::new([(x0, top), (x1, bottom)], INK.stroke_width(1))).map_err(err)?;
