@@ -4,7 +4,6 @@
 //! [`ReportOptions::max_points`] points.
 
 use super::axis::Axis;
-use super::sweep_lines::capitalise;
 use super::{Chart, INK, Kind, LegendEntry, err, font, legend, legend_height, mesh, strategy_color};
 use crate::report::manifest::Fault;
 use crate::report::paths;
@@ -150,7 +149,7 @@ impl TimeseriesChart {
         legend(&top, &entries)?;
         let parts = body.split_evenly((self.panels.len(), 1));
         for (panel, part) in self.panels.iter().zip(&parts) {
-            let part = part.titled(&capitalise(&panel.name), font(17.0)).map_err(err)?;
+            let part = part.titled(&panel.name, font(17.0)).map_err(err)?;
             let (_, h) = part.dim_in_pixel();
             let (upper, lower) = part.split_vertically(h as i32 * 58 / 100);
             self.rates(&upper, panel)?;
