@@ -21,8 +21,11 @@ pub enum Command {
     /// Validate an experiment file (and overrides) without running it; print warnings and
     /// what a run will cost.
     Check(CheckArgs),
-    /// Join the folders of `run --shard 1/N` .. `N/N` into the files of the whole run.
+    /// Join the folders of `run --shard 1/N` .. `N/N` into the files of the whole run, and
+    /// draw its report.
     Merge(MergeArgs),
+    /// Redraw the charts, report.html and the comparison of a finished run from its files.
+    Plot(PlotArgs),
     /// Print the JSON Schema of experiment files (for editors: taplo, VS Code).
     Schema(SchemaArgs),
     /// List the production presets, or print one with the source of each value.
@@ -87,6 +90,31 @@ pub struct RunArgs {
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, value_name = "S", default_value_t = 5.0, hide = true)]
     pub progress_interval: f64,
+    #[command(flatten)]
+    pub rank: RankArgs,
+}
+
+/// Ranking the points of a sweep, shared by `run` and `plot`.
+#[derive(Debug, Args, Default)]
+pub struct RankArgs {
+    /// List the (point, strategy) rows best first by this metric (lower is better; success
+    /// rates higher), with their 95 % intervals.
+    #[arg(long, value_name = "METRIC")]
+    pub rank: Option<String>,
+    /// Keep only the rows that satisfy "METRIC OP VALUE" (OP one of <=, <, >=, >); repeatable.
+    #[arg(long = "where", value_name = "CONSTRAINT")]
+    pub constraints: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// A result folder written by `retrysim run` (or `merge`).
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub rank: RankArgs,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

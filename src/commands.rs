@@ -2,7 +2,7 @@
 //! library and prints what the user should see. `main.rs` only dispatches and maps errors to
 //! exit codes.
 
-use crate::cli::{CheckArgs, MergeArgs, OverrideArgs, PresetsArgs, RunArgs, SchemaArgs};
+use crate::cli::{CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs};
 use crate::experiment::{self, Experiment, Overrides};
 use crate::policy::presets;
 use crate::progress::Progress;
@@ -88,11 +88,16 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
         crate::stats::peak_memory().map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
     );
     progress.finish(&line);
-    let written = writer.commit()?;
+    let mut written = writer.commit()?;
+    // The report reads the files just written: `plot DIR` draws the same from them.
+    written.extend(report::render_report(&out, &report::ReportOptions::default())?);
     if !a.quiet {
         for p in &written {
             println!("wrote {}", p.display());
         }
+        println!("report: {}", out.join(report::paths::REPORT_HTML).display());
+        println!();
+        print!("{}", summary_text(&out, &a.rank)?);
     }
     if a.stats {
         println!("{line}");
@@ -100,9 +105,38 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// `retrysim plot DIR`: redraw the report from the files, and print the comparison.
+pub fn plot(a: &PlotArgs) -> Result<(), Error> {
+    let written = report::render_report(&a.dir, &report::ReportOptions::default())?;
+    if !a.quiet {
+        for p in &written {
+            println!("wrote {}", p.display());
+        }
+        println!();
+        print!("{}", summary_text(&a.dir, &a.rank)?);
+    }
+    Ok(())
+}
+
+/// The comparison printed at the end of a run (or by `plot`), or the ranking when asked.
+fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
+    let set = report::ResultSet::read_dir(dir)?;
+    let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    if r.rank.is_none() && r.constraints.is_empty() {
+        let opts = report::CompareOptions { color, ..Default::default() };
+        return Ok(report::comparison(&set, &opts));
+    }
+    let constraints =
+        r.constraints.iter().map(|c| report::Constraint::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    let metric = r.rank.as_deref().unwrap_or("success_rate");
+    Ok(report::rank(&set, metric, &constraints)?)
+}
+
 /// `retrysim merge`: join shard folders.
 pub fn merge(a: &MergeArgs) -> Result<(), Error> {
-    for p in report::merge::merge(&a.out, &a.shards)? {
+    let mut written = report::merge::merge(&a.out, &a.shards)?;
+    written.extend(report::render_report(&a.out, &report::ReportOptions::default())?);
+    for p in written {
         println!("wrote {}", p.display());
     }
     Ok(())
@@ -171,7 +205,7 @@ pub fn presets(a: &PresetsArgs) -> Result<(), Error> {
 /// names the same experiment as run.
 fn is_complete(dir: &Path, exp: &Experiment, shard: Option<Shard>) -> bool {
     let Ok(bytes) = std::fs::read(dir.join(Manifest::FILE)) else { return false };
-    let Ok(m) = Manifest::from_json(&bytes) else { return false };
+    let Ok(m) = Manifest::parse(&bytes) else { return false };
     m == Manifest::of(exp, shard)
 }
 

@@ -1,8 +1,8 @@
 //! The errors `retrysim` reports, and their exit codes.
 
 use crate::experiment::ConfigError;
-use crate::report::WriteError;
 use crate::report::merge::MergeError;
+use crate::report::{ReportError, WriteError};
 
 /// Anything that stops a command.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +19,10 @@ pub enum Error {
     /// Shards that cannot be merged (exit code 2, or 1 when a file could not be read).
     #[error(transparent)]
     Merge(#[from] MergeError),
+    /// The report could not be read or drawn (exit code 2 for a folder or flag that is not
+    /// right, 1 when a file could not be written).
+    #[error(transparent)]
+    Report(#[from] ReportError),
     /// The run was interrupted (Ctrl-C) before it finished (exit code 1).
     #[error("interrupted: no output was written (files from an earlier run, if any, are untouched)")]
     Interrupted,
@@ -30,6 +34,8 @@ impl Error {
         match self {
             Error::Config(_) | Error::Flag { .. } => 2,
             Error::Merge(e) => e.exit_code(),
+            Error::Report(ReportError::Write(_) | ReportError::Chart { .. }) => 1,
+            Error::Report(_) => 2,
             Error::Write(_) | Error::Interrupted => 1,
         }
     }

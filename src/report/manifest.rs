@@ -2,21 +2,25 @@
 //! text and description), the sweep's points with the facts charts need (capacity, fault
 //! windows), the shard, and a fingerprint that `merge` and `--resume` compare. Written last,
 //! so a folder with a manifest holds a complete result.
+//!
+//! Every field is optional when read (`#[serde(default)]`), so that a folder written before a
+//! field existed still plots: the report then falls back on what the CSV files say.
 
 use crate::experiment::{DistSpec, Experiment, FaultSpec, ServerSpec};
 use crate::sweep::Shard;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Manifest {
     pub retrysim_version: String,
     pub name: String,
     /// The experiment file's leading comment block.
     pub description: String,
-    pub seed: u64,
-    pub runs: u32,
+    pub seed: Option<u64>,
+    pub runs: Option<u64>,
     /// Width of `timeseries.csv`'s buckets, in seconds.
-    pub bucket_s: f64,
+    pub bucket_s: Option<f64>,
     /// Whether `timeseries.csv` was written.
     pub timeseries: bool,
     pub sweep_keys: Vec<String>,
@@ -33,7 +37,8 @@ pub struct Manifest {
     pub shard: Option<ShardInfo>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PointInfo {
     /// The swept keys' values at this point, as in the CSV columns.
     pub values: Vec<String>,
@@ -43,7 +48,8 @@ pub struct PointInfo {
     pub faults: Vec<FaultInfo>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FaultInfo {
     pub kind: String,
     pub start_s: f64,
@@ -65,9 +71,9 @@ impl Manifest {
             retrysim_version: env!("CARGO_PKG_VERSION").to_owned(),
             name: exp.name.clone(),
             description: exp.description.clone(),
-            seed: exp.seed,
-            runs: exp.runs,
-            bucket_s: first.spec.output.bucket.span().as_secs_f64(),
+            seed: Some(exp.seed),
+            runs: Some(exp.runs as u64),
+            bucket_s: Some(first.spec.output.bucket.span().as_secs_f64()),
             timeseries: exp.timeseries,
             sweep_keys: exp.sweep_keys.clone(),
             strategies: first.strategies.iter().map(|s| s.name.clone()).collect(),
@@ -85,8 +91,9 @@ impl Manifest {
         bytes
     }
 
-    pub fn from_json(bytes: &[u8]) -> Result<Manifest, String> {
-        serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    /// Parses `manifest.json`; unknown fields are ignored, absent ones take their default.
+    pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("not a valid manifest: {e}"))
     }
 }
 

@@ -115,7 +115,7 @@ fn check(shards: &[PathBuf]) -> Result<Vec<(PathBuf, Manifest)>, MergeError> {
             dir: dir.clone(),
             reason: format!("{}: {e}", path.display()),
         })?;
-        let m = Manifest::from_json(&bytes).map_err(|e| MergeError::NotAResult {
+        let m = Manifest::parse(&bytes).map_err(|e| MergeError::NotAResult {
             dir: dir.clone(),
             reason: format!("{}: {e}", path.display()),
         })?;

@@ -1,13 +1,32 @@
 //! Outputs. Exporters turn streamed results into rows ([`Exporter`]: runs.csv, summary.csv,
 //! timeseries.csv); [`writer::ResultWriter`] is the one place that writes them, to temporary
 //! files renamed into place at the end, with `manifest.json` last; [`merge`] joins shards.
+//!
+//! The plotted report reads only the files of a finished run ([`table::ResultSet`]), so
+//! `retrysim run` and `retrysim plot DIR` draw the same charts from the same bytes:
+//! [`render_report`] writes the charts and `report.html`, [`comparison`] and [`rank`] give
+//! the text printed at the end of a run.
 
+pub mod chart;
+pub mod compare;
 mod csv;
+mod error;
+pub mod format;
+pub mod html;
+pub mod interval;
 pub mod manifest;
 pub mod merge;
+pub mod metric_info;
+pub mod paths;
+mod render;
+pub mod table;
 pub mod writer;
 
+pub use self::compare::{CompareOptions, Constraint, Op, comparison, rank};
 pub use self::csv::{RunsCsv, SummaryCsv, TimeseriesCsv};
+pub use self::error::ReportError;
+pub use self::render::{ReportOptions, comparison_from_dir, render_report};
+pub use self::table::ResultSet;
 
 use crate::experiment::Experiment;
 use crate::metrics::RunMetrics;

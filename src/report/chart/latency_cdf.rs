@@ -1,0 +1,135 @@
+//! The latency distribution per strategy, as far as the files tell it: runs.csv holds each
+//! run's p50 and p99 latency, so this is the empirical CDF *over runs* of those percentiles
+//! (how the p99 varies from run to run), not a per-request latency CDF.
+
+use super::axis::{Axis, Scale};
+use super::{Chart, Kind, LegendEntry, err, font, legend, legend_height, marker, mesh, strategy_color};
+use crate::report::paths;
+use crate::report::render::ReportOptions;
+use crate::report::table::ResultSet;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// One panel: a percentile's values per strategy, sorted.
+pub struct CdfPanel {
+    /// `p50` or `p99`.
+    pub title: String,
+    /// (strategy, sorted run values).
+    pub lines: Vec<(usize, Vec<f64>)>,
+}
+
+/// The chart for one sweep point.
+pub struct LatencyChart {
+    /// Panels (p99 first: it is the one people ask about).
+    pub panels: Vec<CdfPanel>,
+    /// Shared latency axis.
+    pub x: Axis,
+    /// Strategies for the legend.
+    pub legend: Vec<(usize, String)>,
+}
+
+/// One chart per shown point (at most `opts.max_points`).
+pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
+    let cols: Vec<(&str, usize)> = [("p99", "latency_p99_s"), ("p50", "latency_p50_s")]
+        .into_iter()
+        .filter_map(|(t, m)| set.metric_index(m).map(|i| (t, i)))
+        .filter(|&(_, m)| set.runs.iter().any(|r| r.values[m].is_some()))
+        .collect();
+    if cols.is_empty() {
+        return Vec::new();
+    }
+    let shown = super::capped_points(set.points.len(), opts.max_points);
+    let mut charts = Vec::new();
+    for &p in &shown {
+        let panels: Vec<CdfPanel> = cols
+            .iter()
+            .map(|&(title, m)| CdfPanel {
+                title: format!("{title} latency of each run"),
+                lines: (0..set.strategies.len())
+                    .filter_map(|s| {
+                        let mut v = set.run_values(p, s, m);
+                        v.sort_by(f64::total_cmp);
+                        (!v.is_empty()).then_some((s, v))
+                    })
+                    .collect(),
+            })
+            .collect();
+        let values = panels.iter().flat_map(|pn| pn.lines.iter().flat_map(|(_, v)| v.iter().copied()));
+        let x = Axis::for_values(values, true, true);
+        let legend = panels
+            .iter()
+            .flat_map(|pn| pn.lines.iter().map(|(s, _)| *s))
+            .fold(Vec::new(), |mut acc: Vec<usize>, s| {
+                if !acc.contains(&s) {
+                    acc.push(s);
+                }
+                acc
+            })
+            .into_iter()
+            .map(|s| (s, set.strategies[s].clone()))
+            .collect();
+        let capped = if shown.len() < set.points.len() {
+            format!(
+                " Drawn for {} of the {} sweep points (first, last and evenly spaced between).",
+                shown.len(),
+                set.points.len()
+            )
+        } else {
+            String::new()
+        };
+        let at =
+            if set.sweep_keys.is_empty() { String::new() } else { format!(" at {}", set.point_label(p)) };
+        charts.push(Chart {
+            stem: paths::latency_chart(p, set.points.len()),
+            title: format!("Distribution over runs of the p99 and p50 latency{at}"),
+            caption: format!(
+                "Empirical CDF over runs of each run's p99 (and p50) operation latency, per strategy: a point \
+                 (x, y) says that a fraction y of the runs had that percentile at or below x. runs.csv holds only \
+                 per-run percentiles, so this is not a per-request latency distribution.{capped}"
+            ),
+            section: "Latency",
+            size: (800, 110 + 340 * panels.len() as u32),
+            kind: Kind::Latency(LatencyChart { panels, x, legend }),
+        });
+    }
+    charts
+}
+
+impl LatencyChart {
+    /// Draws the legend and one panel per percentile.
+    pub fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let entries: Vec<LegendEntry> =
+            self.legend.iter().map(|(s, n)| LegendEntry::Strategy(*s, n.clone())).collect();
+        let (w, _) = area.dim_in_pixel();
+        let (top, body) = area.split_vertically(legend_height(&entries, w as i32));
+        legend(&top, &entries)?;
+        let parts = body.split_evenly((self.panels.len(), 1));
+        for (panel, part) in self.panels.iter().zip(&parts) {
+            let part = part.titled(&panel.title, font(17.0)).map_err(err)?;
+            let mut chart = mesh(
+                &part,
+                self.x.clone(),
+                Axis::linear(0.0, 1.0),
+                "latency (s)",
+                "fraction of runs",
+                (56, 84),
+            )?;
+            let lo = if self.x.scale == Scale::Log { self.x.lo } else { self.x.lo.min(0.0) };
+            for (s, v) in &panel.lines {
+                let n = v.len() as f64;
+                // The ECDF as a step: 0 before the smallest value, i/n from the i-th on.
+                let mut pts = vec![(v[0].max(lo), 0.0)];
+                for (i, x) in v.iter().enumerate() {
+                    pts.push((*x, i as f64 / n));
+                    pts.push((*x, (i + 1) as f64 / n));
+                }
+                pts.push((self.x.hi, 1.0));
+                chart.draw_series(LineSeries::new(pts, strategy_color(*s).stroke_width(2))).map_err(err)?;
+                // Mark the median run so strategies are told apart without colour.
+                let mid = v[v.len() / 2];
+                marker(chart.plotting_area(), (mid, (v.len() / 2) as f64 / n + 0.5 / n), *s)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,357 @@
+//! Charts of a result folder, drawn with plotters as SVG and PNG.
+//!
+//! [`plan`] decides which charts a [`ResultSet`] gets and extracts their data; each chart
+//! kind lives in its own module and draws on any plotters backend, so the SVG and the PNG
+//! come from the same code. Text uses the embedded DejaVu Sans (`assets/fonts/`): PNGs are
+//! rasterised with it and SVGs carry its glyph outlines, so nothing depends on the fonts of
+//! the machine that draws or shows a chart.
+
+pub mod axis;
+pub mod bitmap_text;
+pub mod heatmap;
+pub mod latency_cdf;
+pub mod svg_text;
+pub mod sweep_lines;
+pub mod timeseries;
+
+use super::ReportError;
+use super::paths;
+use super::render::ReportOptions;
+use super::table::ResultSet;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use std::sync::Once;
+
+/// DejaVu Sans 2.37 (Bitstream Vera license, `assets/fonts/DejaVuSans-LICENSE.txt`).
+pub(crate) const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+/// The family name the embedded font is registered under.
+pub const FAMILY: &str = "retrysim-sans";
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The font is part of the binary and parses: a failure here is a build error.
+        if plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_err() {
+            panic!("the embedded font assets/fonts/DejaVuSans.ttf does not parse");
+        }
+    });
+}
+
+/// Text in the embedded font, `size` pixels high (ascent to descent), dark grey.
+pub fn font(size: f64) -> TextStyle<'static> {
+    register_font();
+    TextStyle::from((FAMILY, size).into_font()).color(&INK)
+}
+
+/// Text and axis colour.
+pub const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+/// Grid lines.
+pub const GRID: RGBColor = RGBColor(0xDD, 0xDD, 0xDD);
+/// Minor grid lines.
+pub const GRID_LIGHT: RGBColor = RGBColor(0xF0, 0xF0, 0xF0);
+
+/// Okabe & Ito's colour-blind-safe palette, most distinct first (yellow last: faint on white).
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(0x00, 0x72, 0xB2), // blue
+    RGBColor(0xD5, 0x5E, 0x00), // vermillion
+    RGBColor(0x00, 0x9E, 0x73), // bluish green
+    RGBColor(0xCC, 0x79, 0xA7), // reddish purple
+    RGBColor(0xE6, 0x9F, 0x00), // orange
+    RGBColor(0x56, 0xB4, 0xE9), // sky blue
+    RGBColor(0x00, 0x00, 0x00), // black
+    RGBColor(0xB8, 0xA8, 0x00), // yellow, darkened to show on white
+];
+
+/// A strategy's colour: fixed by its index in the experiment, the same in every chart.
+pub fn strategy_color(strategy: usize) -> RGBColor {
+    PALETTE[strategy % PALETTE.len()]
+}
+
+/// Marker shapes, so that strategies differ by more than colour.
+const MARKERS: usize = 6;
+
+/// Draws strategy `strategy`'s marker centred on `at`, in the area's own coordinates.
+pub fn marker<DB, CT>(area: &DrawingArea<DB, CT>, at: CT::From, strategy: usize) -> Result<(), String>
+where
+    DB: DrawingBackend,
+    CT: plotters::coord::CoordTranslate,
+    CT::From: Clone + 'static,
+{
+    let style = strategy_color(strategy).filled();
+    let s = 5;
+    let at = EmptyElement::at(at);
+    let poly = |pts: Vec<(i32, i32)>| Polygon::new(pts, style);
+    let r = match (strategy / PALETTE.len() + strategy) % MARKERS {
+        0 => area.draw(&(at + Circle::new((0, 0), s, style))),
+        1 => {
+            area.draw(&(at + poly(vec![(-s + 1, -s + 1), (s - 1, -s + 1), (s - 1, s - 1), (-s + 1, s - 1)])))
+        }
+        2 => area.draw(&(at + poly(vec![(0, -s - 1), (s, s - 1), (-s, s - 1)]))),
+        3 => area.draw(&(at + poly(vec![(0, -s - 1), (s + 1, 0), (0, s + 1), (-s - 1, 0)]))),
+        4 => area.draw(&(at + poly(vec![(0, s + 1), (s, -s + 1), (-s, -s + 1)]))),
+        _ => area.draw(
+            &(at + poly(vec![
+                (-s, -2),
+                (-2, -2),
+                (-2, -s),
+                (2, -s),
+                (2, -2),
+                (s, -2),
+                (s, 2),
+                (2, 2),
+                (2, s),
+                (-2, s),
+                (-2, 2),
+                (-s, 2),
+            ])),
+        ),
+    };
+    r.map_err(err)
+}
+
+/// A drawing error as text.
+pub fn err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
+    e.to_string()
+}
+
+/// Width in pixels of `text` at `size`, as plotters lays it out.
+pub fn text_width(text: &str, size: f64) -> i32 {
+    font(size).font.box_size(text).map(|(w, _)| w as i32).unwrap_or(0)
+}
+
+/// One legend entry: a strategy (coloured line and marker) or a plain swatch.
+pub enum LegendEntry {
+    /// A strategy by index: its colour and marker.
+    Strategy(usize, String),
+    /// A filled swatch of a colour.
+    Swatch(RGBAColor, String),
+    /// A line of a colour.
+    Line(RGBColor, String),
+}
+
+const LEGEND_FONT: f64 = 16.0;
+const LEGEND_ROW: i32 = 24;
+
+fn entry_width(e: &LegendEntry) -> i32 {
+    let text = match e {
+        LegendEntry::Strategy(_, t) | LegendEntry::Swatch(_, t) | LegendEntry::Line(_, t) => t,
+    };
+    34 + text_width(text, LEGEND_FONT) + 18
+}
+
+/// Rows the legend needs at `width` pixels.
+fn legend_rows(entries: &[LegendEntry], width: i32) -> Vec<Vec<&LegendEntry>> {
+    let mut rows: Vec<Vec<&LegendEntry>> = vec![Vec::new()];
+    let mut x = 0;
+    for e in entries {
+        let w = entry_width(e);
+        if x + w > width && !rows.last().is_some_and(|r| r.is_empty()) {
+            rows.push(Vec::new());
+            x = 0;
+        }
+        if let Some(r) = rows.last_mut() {
+            r.push(e);
+        }
+        x += w;
+    }
+    rows
+}
+
+/// Height of the legend strip for `entries` at `width` pixels.
+pub fn legend_height(entries: &[LegendEntry], width: i32) -> i32 {
+    if entries.is_empty() { 0 } else { legend_rows(entries, width - 40).len() as i32 * LEGEND_ROW + 6 }
+}
+
+/// Draws a legend strip across `area` (rows of entries, wrapped to its width).
+pub fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[LegendEntry],
+) -> Result<(), String> {
+    let (w, _) = area.dim_in_pixel();
+    let rows = legend_rows(entries, w as i32 - 40);
+    for (r, row) in rows.iter().enumerate() {
+        let total: i32 = row.iter().map(|e| entry_width(e)).sum();
+        let mut x = ((w as i32 - total) / 2).max(4);
+        let y = r as i32 * LEGEND_ROW + LEGEND_ROW / 2 + 2;
+        for e in row {
+            match e {
+                LegendEntry::Strategy(s, _) => {
+                    area.draw(&PathElement::new(
+                        vec![(x, y), (x + 26, y)],
+                        strategy_color(*s).stroke_width(3),
+                    ))
+                    .map_err(err)?;
+                    marker(area, (x + 13, y), *s)?;
+                }
+                LegendEntry::Swatch(c, _) => {
+                    area.draw(&Rectangle::new([(x + 2, y - 7), (x + 24, y + 7)], c.filled())).map_err(err)?;
+                }
+                LegendEntry::Line(c, _) => {
+                    area.draw(&PathElement::new(vec![(x, y), (x + 26, y)], c.stroke_width(2)))
+                        .map_err(err)?;
+                }
+            }
+            let text = match e {
+                LegendEntry::Strategy(_, t) | LegendEntry::Swatch(_, t) | LegendEntry::Line(_, t) => t,
+            };
+            area.draw(&Text::new(
+                text.clone(),
+                (x + 34, y),
+                font(LEGEND_FONT).pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Left,
+                    plotters::style::text_anchor::VPos::Center,
+                )),
+            ))
+            .map_err(err)?;
+            x += entry_width(e);
+        }
+    }
+    Ok(())
+}
+
+/// Fills the chart white, writes its title, and returns the area below it.
+pub fn titled<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+) -> Result<DrawingArea<DB, Shift>, String> {
+    root.fill(&WHITE).map_err(err)?;
+    root.titled(title, font(21.0)).map_err(err)
+}
+
+/// A chart's data, by kind.
+pub enum Kind {
+    /// A metric against a swept parameter (or per strategy without a sweep).
+    Sweep(sweep_lines::SweepChart),
+    /// A metric over two swept parameters, for one strategy.
+    Heatmap(heatmap::HeatmapChart),
+    /// Offered load, successes and queue over time, one panel per strategy.
+    Timeseries(timeseries::TimeseriesChart),
+    /// The distribution over runs of latency percentiles.
+    Latency(latency_cdf::LatencyChart),
+}
+
+/// One chart: what it shows, its file stem, and its data.
+pub struct Chart {
+    /// File stem (`paths::chart_file` adds `.svg` / `.png`); stable across runs.
+    pub stem: String,
+    /// Title drawn on the chart.
+    pub title: String,
+    /// A sentence for the report under the chart.
+    pub caption: String,
+    /// The report section it belongs to.
+    pub section: &'static str,
+    /// Pixel size.
+    pub size: (u32, u32),
+    /// The data.
+    pub kind: Kind,
+}
+
+impl Chart {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let area = titled(root, &self.title)?;
+        match &self.kind {
+            Kind::Sweep(c) => c.draw(&area),
+            Kind::Heatmap(c) => c.draw(&area),
+            Kind::Timeseries(c) => c.draw(&area),
+            Kind::Latency(c) => c.draw(&area),
+        }
+    }
+
+    fn error(&self, message: String) -> ReportError {
+        ReportError::Chart { name: self.stem.clone(), message }
+    }
+
+    /// The chart as an SVG document (text as outlines of the embedded font). Glyph ids are
+    /// prefixed with the stem, so several charts can be inlined in one page.
+    pub fn svg(&self) -> Result<String, ReportError> {
+        let mut svg = String::new();
+        let mut text = svg_text::TextLayer::default();
+        {
+            let root = svg_text::OutlinedSvg::new(&mut svg, self.size, &mut text).into_drawing_area();
+            self.draw(&root).map_err(|m| self.error(m))?;
+            root.present().map_err(|e| self.error(e.to_string()))?;
+        }
+        text.finish(&mut svg, &paths::svg_id_prefix(&self.stem));
+        // Name the picture for screen readers and search.
+        let title = format!("<title>{}</title>\n", super::html::escape(&self.title));
+        if let Some(at) = svg.find('>') {
+            svg.insert_str(at + 1, &format!("\n{title}"));
+        }
+        Ok(svg)
+    }
+
+    /// The chart as a PNG image (RGB, no metadata: the same bytes on every machine).
+    pub fn png(&self) -> Result<Vec<u8>, ReportError> {
+        let (w, h) = self.size;
+        let mut buf = vec![0u8; w as usize * h as usize * 3];
+        {
+            let root = bitmap_text::OutlinedBitmap::new(&mut buf, (w, h)).into_drawing_area();
+            self.draw(&root).map_err(|m| self.error(m))?;
+            root.present().map_err(|e| self.error(e.to_string()))?;
+        }
+        let mut out = Vec::new();
+        {
+            let mut enc = png::Encoder::new(&mut out, w, h);
+            enc.set_color(png::ColorType::Rgb);
+            enc.set_depth(png::BitDepth::Eight);
+            enc.set_compression(png::Compression::Best);
+            let mut writer = enc.write_header().map_err(|e| self.error(e.to_string()))?;
+            writer.write_image_data(&buf).map_err(|e| self.error(e.to_string()))?;
+        }
+        Ok(out)
+    }
+}
+
+/// Every chart of a result set, in report order: metric charts (sweep lines or per-strategy
+/// dots), heatmaps, time series, latency distributions.
+pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
+    let mut charts = sweep_lines::plan(set);
+    charts.extend(heatmap::plan(set, opts));
+    charts.extend(timeseries::plan(set, opts));
+    charts.extend(latency_cdf::plan(set, opts));
+    charts
+}
+
+/// Points to draw when a chart is drawn per point and there are more than `cap`: the first,
+/// the last and evenly spaced ones between, in order.
+pub fn capped_points(n: usize, cap: usize) -> Vec<usize> {
+    if n <= cap || cap < 2 {
+        return (0..n.min(cap.max(1))).collect();
+    }
+    let mut v: Vec<usize> = (0..cap).map(|i| (i * (n - 1) + (cap - 1) / 2) / (cap - 1)).collect();
+    v.dedup();
+    v
+}
+
+/// Draws a plot's frame, grid and axis labels on `area`, with `x` and `y` axes.
+pub fn mesh<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    x: axis::Axis,
+    y: axis::Axis,
+    x_title: &str,
+    y_title: &str,
+    margins: (i32, i32),
+) -> Result<ChartContext<'a, DB, Cartesian2d<axis::Axis, axis::Axis>>, String> {
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .margin_right(24)
+        .x_label_area_size(margins.0)
+        .y_label_area_size(margins.1)
+        .build_cartesian_2d(x, y)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_title)
+        .y_desc(y_title)
+        .axis_desc_style(font(17.0))
+        .label_style(font(15.0))
+        .bold_line_style(GRID)
+        .light_line_style(GRID_LIGHT)
+        .axis_style(INK)
+        .x_labels(20)
+        .y_labels(20)
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}

@@ -1,0 +1,67 @@
+//! The entry points of the plotted report: [`render_report`] writes every chart and
+//! `report.html` for a result folder; [`comparison_from_dir`] gives the end-of-run text.
+
+use super::compare::{CompareOptions, comparison};
+use super::table::ResultSet;
+use super::{ReportError, WriteError, chart, html, paths, write_atomically};
+use std::path::{Path, PathBuf};
+
+/// What to draw.
+#[derive(Clone, Debug)]
+pub struct ReportOptions {
+    /// Time series and latency distributions are drawn per sweep point for at most this
+    /// many points (the first, the last and evenly spaced ones between).
+    pub max_points: usize,
+    /// Metrics that get a heatmap per strategy when two keys are swept.
+    pub heatmap_metrics: Vec<String>,
+    /// The comparison shown in the report (its `color` is ignored there).
+    pub compare: CompareOptions,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            max_points: 6,
+            heatmap_metrics: ["success_rate", "amplification", "latency_p99_s"].map(String::from).to_vec(),
+            compare: CompareOptions::default(),
+        }
+    }
+}
+
+/// Reads the result folder `dir` and writes, atomically, every chart as SVG and PNG into
+/// `dir/charts/` and the page `dir/report.html` (names in [`paths`]). Returns the paths
+/// written, charts first. The same files give byte-identical outputs.
+pub fn render_report(dir: &Path, opts: &ReportOptions) -> Result<Vec<PathBuf>, ReportError> {
+    let set = ResultSet::read_dir(dir)?;
+    render_set(&set, dir, opts)
+}
+
+/// Writes the charts and report of `set` into `out` (see [`render_report`]).
+pub fn render_set(set: &ResultSet, out: &Path, opts: &ReportOptions) -> Result<Vec<PathBuf>, ReportError> {
+    let charts = chart::plan(set, opts);
+    let charts_dir = out.join(paths::CHARTS_DIR);
+    std::fs::create_dir_all(&charts_dir).map_err(|source| WriteError { path: charts_dir.clone(), source })?;
+    let mut written = Vec::new();
+    let mut inline = Vec::with_capacity(charts.len());
+    for c in &charts {
+        let svg = c.svg()?;
+        let svg_path = paths::chart_file(out, &c.stem, "svg");
+        write_atomically(&svg_path, svg.as_bytes())?;
+        written.push(svg_path);
+        let png_path = paths::chart_file(out, &c.stem, "png");
+        write_atomically(&png_path, &c.png()?)?;
+        written.push(png_path);
+        inline.push((c, svg));
+    }
+    let text = comparison(set, &CompareOptions { color: false, ..opts.compare.clone() });
+    let page = html::page(set, &inline, &text);
+    let report = paths::report_file(out);
+    write_atomically(&report, page.as_bytes())?;
+    written.push(report);
+    Ok(written)
+}
+
+/// The end-of-run comparison of the result folder `dir` (see [`comparison`]).
+pub fn comparison_from_dir(dir: &Path, opts: &CompareOptions) -> Result<String, ReportError> {
+    Ok(comparison(&ResultSet::read_dir(dir)?, opts))
+}

@@ -1,0 +1,469 @@
+//! The files of a finished run, parsed into typed in-memory tables.
+//!
+//! The report reads nothing else: `retrysim run` and `retrysim plot DIR` both draw from a
+//! [`ResultSet`] read from the folder, so they give byte-identical charts. Columns are found
+//! by name, never by position: metrics added later show up without a change here.
+
+use super::ReportError;
+use super::interval::Estimate;
+use super::manifest::{FaultInfo as Fault, Manifest};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// File names inside a result folder (DESIGN §6).
+pub const SUMMARY_CSV: &str = "summary.csv";
+/// One row per (point, strategy, run).
+pub const RUNS_CSV: &str = "runs.csv";
+/// One row per (point, strategy, time bucket); optional.
+pub const TIMESERIES_CSV: &str = "timeseries.csv";
+/// What the folder was made from; optional (older folders lack it).
+pub const MANIFEST_JSON: &str = "manifest.json";
+
+/// The raw contents of a result folder's files.
+#[derive(Clone, Debug, Default)]
+pub struct ResultFiles {
+    /// summary.csv.
+    pub summary: Vec<u8>,
+    /// runs.csv.
+    pub runs: Vec<u8>,
+    /// timeseries.csv, when present.
+    pub timeseries: Option<Vec<u8>>,
+    /// manifest.json, when present.
+    pub manifest: Option<Vec<u8>>,
+}
+
+/// A sweep point: the values of the swept keys, plus what the manifest says about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// CSV cells of the swept keys, in key order (empty without a sweep).
+    pub values: Vec<String>,
+    /// The server's nominal capacity in requests per second, when known.
+    pub capacity_rps: Option<f64>,
+    /// Fault windows of this point.
+    pub faults: Vec<Fault>,
+}
+
+/// One row of summary.csv.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRow {
+    /// Index into [`ResultSet::points`].
+    pub point: usize,
+    /// Index into [`ResultSet::strategies`].
+    pub strategy: usize,
+    /// Replications.
+    pub runs: u64,
+    /// Mean per metric, indexed like [`ResultSet::metrics`].
+    pub mean: Vec<Option<f64>>,
+    /// Sample sd per metric.
+    pub sd: Vec<Option<f64>>,
+}
+
+/// One row of runs.csv.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRow {
+    /// Index into [`ResultSet::points`].
+    pub point: usize,
+    /// Index into [`ResultSet::strategies`].
+    pub strategy: usize,
+    /// Replication index.
+    pub run: u64,
+    /// Value per metric, indexed like [`ResultSet::metrics`].
+    pub values: Vec<Option<f64>>,
+}
+
+/// timeseries.csv: per (point, strategy), one row per time bucket.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeSeries {
+    /// Bucket width in seconds.
+    pub bucket_s: f64,
+    /// Series names (`offered`, `successes`, ...), in column order.
+    pub series: Vec<String>,
+    /// Rows in file order.
+    pub rows: Vec<TimeRow>,
+}
+
+/// One bucket of one (point, strategy).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeRow {
+    /// Index into [`ResultSet::points`].
+    pub point: usize,
+    /// Index into [`ResultSet::strategies`].
+    pub strategy: usize,
+    /// Bucket start in seconds.
+    pub t_s: f64,
+    /// Mean over runs per series, indexed like [`TimeSeries::series`].
+    pub mean: Vec<Option<f64>>,
+}
+
+impl TimeSeries {
+    /// Index of a series by name.
+    pub fn series_index(&self, name: &str) -> Option<usize> {
+        self.series.iter().position(|s| s == name)
+    }
+
+    /// The rows of one (point, strategy), in time order.
+    pub fn cell(&self, point: usize, strategy: usize) -> Vec<&TimeRow> {
+        let mut rows: Vec<&TimeRow> =
+            self.rows.iter().filter(|r| r.point == point && r.strategy == strategy).collect();
+        rows.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        rows
+    }
+}
+
+/// Everything a report needs from a result folder.
+#[derive(Clone, Debug)]
+pub struct ResultSet {
+    /// The folder the files came from (used in messages and the report).
+    pub dir: PathBuf,
+    /// The manifest; a default one when the folder has none.
+    pub manifest: Manifest,
+    /// Swept keys, in column order.
+    pub sweep_keys: Vec<String>,
+    /// Strategy names; a strategy's index fixes its colour in every chart.
+    pub strategies: Vec<String>,
+    /// Sweep points in summary order.
+    pub points: Vec<Point>,
+    /// Metric names, in summary.csv column order.
+    pub metrics: Vec<String>,
+    /// summary.csv rows.
+    pub summary: Vec<SummaryRow>,
+    /// runs.csv rows.
+    pub runs: Vec<RunRow>,
+    /// timeseries.csv, when the folder has one.
+    pub timeseries: Option<TimeSeries>,
+}
+
+/// A parsed CSV file: header and rows of cells, with the path for messages.
+struct Csv {
+    path: PathBuf,
+    header: Vec<String>,
+    /// (1-based line, cells).
+    rows: Vec<(u64, Vec<String>)>,
+}
+
+impl Csv {
+    fn parse(path: &Path, bytes: &[u8]) -> Result<Csv, ReportError> {
+        let csv_err = |e: csv::Error| ReportError::Csv {
+            path: path.to_path_buf(),
+            line: e.position().map_or(0, |p| p.line()),
+            message: e.to_string(),
+        };
+        let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
+        let header: Vec<String> = reader.headers().map_err(csv_err)?.iter().map(str::to_string).collect();
+        if header.iter().all(|h| h.is_empty()) {
+            return Err(ReportError::Csv {
+                path: path.to_path_buf(),
+                line: 1,
+                message: "the file is empty: no header".into(),
+            });
+        }
+        let mut rows = Vec::new();
+        for record in reader.records() {
+            let record = record.map_err(csv_err)?;
+            let line = record.position().map_or(0, |p| p.line());
+            rows.push((line, record.iter().map(str::to_string).collect()));
+        }
+        Ok(Csv { path: path.to_path_buf(), header, rows })
+    }
+
+    fn column(&self, name: &str) -> Result<usize, ReportError> {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| ReportError::MissingColumn { path: self.path.clone(), column: name.to_string() })
+    }
+
+    fn number(&self, line: u64, col: usize, cell: &str) -> Result<Option<f64>, ReportError> {
+        let t = cell.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.parse::<f64>().map(Some).map_err(|_| ReportError::BadNumber {
+            path: self.path.clone(),
+            line,
+            column: self.header[col].clone(),
+            value: cell.to_string(),
+        })
+    }
+
+    fn integer(&self, line: u64, col: usize, cell: &str) -> Result<u64, ReportError> {
+        cell.trim().parse::<u64>().map_err(|_| ReportError::BadNumber {
+            path: self.path.clone(),
+            line,
+            column: self.header[col].clone(),
+            value: cell.to_string(),
+        })
+    }
+
+    /// Value columns after `first`: each name with its `_sd` partner when there is one.
+    /// Returns (names, mean column, sd column).
+    fn value_columns(&self, first: usize) -> Vec<(String, usize, Option<usize>)> {
+        let names = &self.header[first..];
+        let mut out = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            if let Some(base) = name.strip_suffix("_sd")
+                && names.iter().any(|n| n == base)
+            {
+                continue;
+            }
+            let sd = names.iter().position(|n| *n == format!("{name}_sd")).map(|j| first + j);
+            out.push((name.clone(), first + i, sd));
+        }
+        out
+    }
+}
+
+impl ResultSet {
+    /// Reads a result folder: summary.csv and runs.csv (required), timeseries.csv and
+    /// manifest.json (optional).
+    pub fn read_dir(dir: &Path) -> Result<ResultSet, ReportError> {
+        if !dir.join(SUMMARY_CSV).is_file() {
+            return Err(ReportError::NotAResultFolder { dir: dir.to_path_buf(), missing: SUMMARY_CSV });
+        }
+        if !dir.join(RUNS_CSV).is_file() {
+            return Err(ReportError::NotAResultFolder { dir: dir.to_path_buf(), missing: RUNS_CSV });
+        }
+        let read = |name: &str| {
+            let path = dir.join(name);
+            std::fs::read(&path).map_err(|source| ReportError::Read { path, source })
+        };
+        let optional = |name: &str| -> Result<Option<Vec<u8>>, ReportError> {
+            if dir.join(name).is_file() { read(name).map(Some) } else { Ok(None) }
+        };
+        let files = ResultFiles {
+            summary: read(SUMMARY_CSV)?,
+            runs: read(RUNS_CSV)?,
+            timeseries: optional(TIMESERIES_CSV)?,
+            manifest: optional(MANIFEST_JSON)?,
+        };
+        ResultSet::from_files(dir, &files)
+    }
+
+    /// Parses the files' contents; `dir` only names them in messages.
+    pub fn from_files(dir: &Path, files: &ResultFiles) -> Result<ResultSet, ReportError> {
+        let manifest = match &files.manifest {
+            Some(bytes) => Manifest::parse(bytes)
+                .map_err(|message| ReportError::Manifest { path: dir.join(MANIFEST_JSON), message })?,
+            None => Manifest::default(),
+        };
+        let summary = Csv::parse(&dir.join(SUMMARY_CSV), &files.summary)?;
+        let strategy_col = summary.column("strategy")?;
+        let runs_col = summary.column("runs")?;
+        let sweep_keys: Vec<String> = summary.header[..strategy_col].to_vec();
+        if files.manifest.is_some() && manifest.sweep_keys != sweep_keys {
+            return Err(ReportError::Inconsistent {
+                path: summary.path.clone(),
+                message: format!(
+                    "the swept columns {:?} differ from manifest.json's sweep_keys {:?}",
+                    sweep_keys, manifest.sweep_keys
+                ),
+            });
+        }
+        if summary.rows.is_empty() {
+            return Err(ReportError::Empty { path: summary.path.clone() });
+        }
+
+        let mut set = ResultSet {
+            dir: dir.to_path_buf(),
+            sweep_keys,
+            strategies: manifest.strategies.clone(),
+            points: Vec::new(),
+            metrics: Vec::new(),
+            summary: Vec::new(),
+            runs: Vec::new(),
+            timeseries: None,
+            manifest,
+        };
+        let columns = summary.value_columns(runs_col + 1);
+        set.metrics = columns.iter().map(|(n, _, _)| n.clone()).collect();
+        let mut point_index: BTreeMap<Vec<String>, usize> = BTreeMap::new();
+        for (line, cells) in &summary.rows {
+            let values = cells[..strategy_col].to_vec();
+            let point = match point_index.get(&values) {
+                Some(&p) => p,
+                None => {
+                    let known = set.manifest.points.iter().find(|p| p.values == values);
+                    set.points.push(Point {
+                        values: values.clone(),
+                        capacity_rps: known.and_then(|p| p.capacity_rps),
+                        faults: known.map(|p| p.faults.clone()).unwrap_or_default(),
+                    });
+                    point_index.insert(values, set.points.len() - 1);
+                    set.points.len() - 1
+                }
+            };
+            let name = &cells[strategy_col];
+            let strategy = match set.strategies.iter().position(|s| s == name) {
+                Some(s) => s,
+                None if files.manifest.is_none() => {
+                    set.strategies.push(name.clone());
+                    set.strategies.len() - 1
+                }
+                None => {
+                    return Err(ReportError::Inconsistent {
+                        path: summary.path.clone(),
+                        message: format!("line {line}: strategy `{name}` is not in manifest.json"),
+                    });
+                }
+            };
+            let runs = summary.integer(*line, runs_col, &cells[runs_col])?;
+            let mut mean = Vec::with_capacity(columns.len());
+            let mut sd = Vec::with_capacity(columns.len());
+            for (_, m, s) in &columns {
+                mean.push(summary.number(*line, *m, &cells[*m])?);
+                sd.push(match s {
+                    Some(s) => summary.number(*line, *s, &cells[*s])?,
+                    None => None,
+                });
+            }
+            set.summary.push(SummaryRow { point, strategy, runs, mean, sd });
+        }
+
+        let runs = Csv::parse(&dir.join(RUNS_CSV), &files.runs)?;
+        set.runs =
+            set.parse_cells(&runs, "run", &point_index, |set, line, point, strategy, cells, csv| {
+                let run_col = csv.column("run")?;
+                let run = csv.integer(line, run_col, &cells[run_col])?;
+                let mut values = Vec::with_capacity(set.metrics.len());
+                for m in &set.metrics {
+                    values.push(match csv.header.iter().position(|h| h == m) {
+                        Some(c) => csv.number(line, c, &cells[c])?,
+                        None => None,
+                    });
+                }
+                Ok(RunRow { point, strategy, run, values })
+            })?;
+
+        if let Some(bytes) = &files.timeseries {
+            let ts = Csv::parse(&dir.join(TIMESERIES_CSV), bytes)?;
+            let t_col = ts.column("t_s")?;
+            let series_cols = ts.value_columns(t_col + 1);
+            let rows =
+                set.parse_cells(&ts, "t_s", &point_index, |_, line, point, strategy, cells, csv| {
+                    let t_s =
+                        csv.number(line, t_col, &cells[t_col])?.ok_or_else(|| ReportError::BadNumber {
+                            path: csv.path.clone(),
+                            line,
+                            column: "t_s".into(),
+                            value: String::new(),
+                        })?;
+                    let mut mean = Vec::with_capacity(series_cols.len());
+                    for (_, m, _) in &series_cols {
+                        mean.push(csv.number(line, *m, &cells[*m])?);
+                    }
+                    Ok(TimeRow { point, strategy, t_s, mean })
+                })?;
+            let bucket_s = set.manifest.bucket_s.unwrap_or_else(|| {
+                let mut ts: Vec<f64> = rows.iter().map(|r| r.t_s).collect();
+                ts.sort_by(f64::total_cmp);
+                ts.dedup();
+                ts.windows(2).map(|w| w[1] - w[0]).find(|d| *d > 0.0).unwrap_or(1.0)
+            });
+            set.timeseries =
+                Some(TimeSeries { bucket_s, series: series_cols.into_iter().map(|c| c.0).collect(), rows });
+        }
+        Ok(set)
+    }
+
+    /// Parses the rows of runs.csv or timeseries.csv: checks the swept columns and the
+    /// strategy against summary.csv's, then lets `row` read the rest.
+    fn parse_cells<T>(
+        &self,
+        csv: &Csv,
+        after: &str,
+        points: &BTreeMap<Vec<String>, usize>,
+        row: impl Fn(&ResultSet, u64, usize, usize, &[String], &Csv) -> Result<T, ReportError>,
+    ) -> Result<Vec<T>, ReportError> {
+        let strategy_col = csv.column("strategy")?;
+        csv.column(after)?;
+        if csv.header[..strategy_col] != self.sweep_keys[..] {
+            return Err(ReportError::Inconsistent {
+                path: csv.path.clone(),
+                message: format!(
+                    "the swept columns {:?} differ from summary.csv's {:?}",
+                    &csv.header[..strategy_col],
+                    self.sweep_keys
+                ),
+            });
+        }
+        let mut out = Vec::with_capacity(csv.rows.len());
+        for (line, cells) in &csv.rows {
+            let values = &cells[..strategy_col];
+            let point = *points.get(values).ok_or_else(|| ReportError::Inconsistent {
+                path: csv.path.clone(),
+                message: format!("line {line}: sweep point {values:?} is not in summary.csv"),
+            })?;
+            let name = &cells[strategy_col];
+            let strategy = self.strategy_index(name).ok_or_else(|| ReportError::Inconsistent {
+                path: csv.path.clone(),
+                message: format!("line {line}: strategy `{name}` is not in summary.csv"),
+            })?;
+            out.push(row(self, *line, point, strategy, cells, csv)?);
+        }
+        Ok(out)
+    }
+
+    /// The experiment's name: the manifest's, else the folder's name.
+    pub fn name(&self) -> String {
+        if !self.manifest.name.is_empty() {
+            return self.manifest.name.clone();
+        }
+        self.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "results".into())
+    }
+
+    /// Index of a strategy by name.
+    pub fn strategy_index(&self, name: &str) -> Option<usize> {
+        self.strategies.iter().position(|s| s == name)
+    }
+
+    /// Index of a metric by name.
+    pub fn metric_index(&self, name: &str) -> Option<usize> {
+        self.metrics.iter().position(|m| m == name)
+    }
+
+    /// The summary row of one (point, strategy).
+    pub fn summary_row(&self, point: usize, strategy: usize) -> Option<&SummaryRow> {
+        self.summary.iter().find(|r| r.point == point && r.strategy == strategy)
+    }
+
+    /// The values of one metric over the runs of one (point, strategy), in run order; runs
+    /// without a value are left out.
+    pub fn run_values(&self, point: usize, strategy: usize, metric: usize) -> Vec<f64> {
+        self.runs
+            .iter()
+            .filter(|r| r.point == point && r.strategy == strategy)
+            .filter_map(|r| r.values[metric])
+            .collect()
+    }
+
+    /// The mean of one metric for one (point, strategy) with its 95 % interval: the mean and
+    /// sd of summary.csv, the count of runs with a value from runs.csv (the `runs` column
+    /// when runs.csv has no row for this cell). `None` when the mean is empty.
+    pub fn estimate(&self, point: usize, strategy: usize, metric: usize) -> Option<Estimate> {
+        let row = self.summary_row(point, strategy)?;
+        let mean = row.mean[metric]?;
+        let cell_runs = self.runs.iter().filter(|r| r.point == point && r.strategy == strategy);
+        let (rows, with_value) =
+            cell_runs.fold((0u64, 0u64), |(n, v), r| (n + 1, v + r.values[metric].is_some() as u64));
+        let n = if rows == 0 { row.runs } else { with_value };
+        Some(Estimate::from_summary(mean, row.sd[metric], n))
+    }
+
+    /// Whether a metric has at least one value in summary.csv.
+    pub fn has_values(&self, metric: usize) -> bool {
+        self.summary.iter().any(|r| r.mean[metric].is_some())
+    }
+
+    /// A short label of a point: `workload.rate=1000.0, ...`, or `all runs` without a sweep.
+    pub fn point_label(&self, point: usize) -> String {
+        if self.sweep_keys.is_empty() {
+            return "all runs".into();
+        }
+        self.sweep_keys
+            .iter()
+            .zip(&self.points[point].values)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}

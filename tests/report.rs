@@ -1,0 +1,387 @@
+//! The plotted report (src/report/): reading result folders, every chart file produced and
+//! valid, byte-identical re-rendering, clear errors on bad folders, the comparison text and
+//! constraint parsing. Fixtures: tests/fixtures/report/ (README.md there says how they were
+//! made).
+
+use retrysim::report::{
+    CompareOptions, Constraint, ReportError, ReportOptions, ResultSet, comparison, rank, render_report,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report").join(name)
+}
+
+/// A copy of a fixture's input files in a fresh temporary folder (the report writes there).
+fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for f in ["summary.csv", "runs.csv", "timeseries.csv", "manifest.json"] {
+        let from = fixture(name).join(f);
+        if from.exists() {
+            std::fs::copy(&from, tmp.path().join(f)).unwrap();
+        }
+    }
+    tmp
+}
+
+/// Every file under `dir/charts` plus report.html, by relative name.
+fn outputs(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir.join("charts")).unwrap() {
+        let p = e.unwrap().path();
+        out.insert(
+            format!("charts/{}", p.file_name().unwrap().to_string_lossy()),
+            std::fs::read(&p).unwrap(),
+        );
+    }
+    out.insert("report.html".into(), std::fs::read(dir.join("report.html")).unwrap());
+    out
+}
+
+fn check_svg(name: &str, bytes: &[u8]) -> (f64, f64) {
+    let text = std::str::from_utf8(bytes).unwrap_or_else(|e| panic!("{name}: not UTF-8: {e}"));
+    let doc = roxmltree::Document::parse(text).unwrap_or_else(|e| panic!("{name}: not valid XML: {e}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg", "{name}");
+    // Text is drawn as outlines of the embedded font: no <text> element depends on the
+    // viewer's fonts.
+    assert!(doc.descendants().all(|n| n.tag_name().name() != "text"), "{name} has a <text> element");
+    assert!(doc.descendants().any(|n| n.tag_name().name() == "use"), "{name} has no text at all");
+    let w: f64 = root.attribute("width").unwrap().parse().unwrap();
+    let h: f64 = root.attribute("height").unwrap().parse().unwrap();
+    (w, h)
+}
+
+fn check_png(name: &str, bytes: &[u8]) -> (u32, u32) {
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().unwrap_or_else(|e| panic!("{name}: not a PNG: {e}"));
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap_or_else(|e| panic!("{name}: PNG does not decode: {e}"));
+    let pixels = &buf[..info.buffer_size()];
+    let distinct: std::collections::BTreeSet<&[u8]> = pixels.chunks(3).collect();
+    assert!(distinct.len() > 10, "{name}: only {} colours: blank?", distinct.len());
+    (info.width, info.height)
+}
+
+/// Renders a fixture and checks every output; returns the outputs.
+fn render_and_check(name: &str, expected: &[&str]) -> BTreeMap<String, Vec<u8>> {
+    let dir = copy_fixture(name);
+    let written = render_report(dir.path(), &ReportOptions::default()).unwrap();
+    let files = outputs(dir.path());
+    assert_eq!(written.len(), files.len(), "{name}: paths returned vs files on disk");
+    for p in &written {
+        assert!(p.starts_with(dir.path()), "{}", p.display());
+    }
+    for stem in expected {
+        for ext in ["svg", "png"] {
+            assert!(
+                files.contains_key(&format!("charts/{stem}.{ext}")),
+                "{name}: no charts/{stem}.{ext} in {:?}",
+                files.keys()
+            );
+        }
+    }
+    for (f, bytes) in &files {
+        assert!(!bytes.is_empty(), "{name}: {f} is empty");
+        if let Some(stem) = f.strip_suffix(".svg") {
+            let (w, h) = check_svg(f, bytes);
+            let (pw, ph) = check_png(f, &files[&format!("{stem}.png")]);
+            assert_eq!((w as u32, h as u32), (pw, ph), "{f}: SVG and PNG sizes differ");
+            assert_eq!(pw, 800, "{f}: charts are 800 px wide");
+            assert!(ph >= 300, "{f}: {ph} px high");
+        }
+    }
+    let html = String::from_utf8(files["report.html"].clone()).unwrap();
+    let svgs = files.keys().filter(|f| f.ends_with(".svg")).count();
+    assert_eq!(html.matches("<figure ").count(), svgs, "{name}: every chart is in report.html");
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for forbidden in ["<script", "http://", "https://", "<link", "@import", "url("] {
+        let outside_svg_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+        assert!(!outside_svg_ns.contains(forbidden), "{name}: report.html contains {forbidden}");
+    }
+    files
+}
+
+#[test]
+fn no_sweep_with_timeseries() {
+    let files = render_and_check(
+        "storm-nosweep",
+        &[
+            "timeseries",
+            "latency-runs-cdf",
+            "success_rate-by-strategy",
+            "calls-by-strategy",
+            "latency_p99_s-by-strategy",
+        ],
+    );
+    // recovery_time_s is 0 in every run: still drawn (it has values); no sweep, no heatmap.
+    assert!(!files.keys().any(|f| f.contains("heatmap") || f.contains("-vs-")));
+    let html = String::from_utf8(files["report.html"].clone()).unwrap();
+    assert!(html.contains("retry-storm"));
+    assert!(html.contains("retrysim plot DIR"));
+    // The experiment file is there, escaped.
+    assert!(html.contains("name = &quot;retry-storm&quot;"));
+}
+
+#[test]
+fn one_key_sweep_draws_lines_and_per_point_timeseries() {
+    render_and_check(
+        "storm-rate-sweep",
+        &[
+            "success_rate-vs-workload.rate",
+            "amplification-vs-workload.rate",
+            "latency_p99_s-vs-workload.rate",
+            "recovery_time_s-vs-workload.rate",
+            "timeseries-point1",
+            "timeseries-point3",
+            "latency-runs-cdf-point2",
+        ],
+    );
+}
+
+#[test]
+fn two_key_sweep_draws_heatmaps() {
+    let files = render_and_check(
+        "storm-two-keys",
+        &[
+            "success_rate-vs-workload.rate",
+            "success_rate-vs-client.timeout",
+            "heatmap-success_rate-full-jitter",
+            "heatmap-latency_p99_s-immediate",
+            "heatmap-amplification-decorrelated-jitter",
+        ],
+    );
+    // No timeseries.csv: no time series chart; 9 points: latency drawn for at most 6.
+    assert!(!files.keys().any(|f| f.contains("timeseries")));
+    assert_eq!(files.keys().filter(|f| f.contains("latency-runs-cdf") && f.ends_with(".svg")).count(), 6);
+}
+
+#[test]
+fn aws_clients_sweep_names_the_pair() {
+    render_and_check(
+        "aws-clients",
+        &["aws-calls-vs-clients", "aws-completion-time-vs-clients", "amplification-vs-workload.clients"],
+    );
+}
+
+#[test]
+fn rendering_twice_gives_identical_bytes() {
+    for name in ["storm-nosweep", "storm-two-keys"] {
+        let a = copy_fixture(name);
+        let b = copy_fixture(name);
+        render_report(a.path(), &ReportOptions::default()).unwrap();
+        render_report(b.path(), &ReportOptions::default()).unwrap();
+        // Rendering again over existing outputs changes nothing either.
+        render_report(b.path(), &ReportOptions::default()).unwrap();
+        let (fa, fb) = (outputs(a.path()), outputs(b.path()));
+        assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+        for (k, v) in &fa {
+            assert!(v == &fb[k], "{name}: {k} differs between two renderings");
+        }
+    }
+}
+
+#[test]
+fn a_folder_that_is_not_a_result_folder_is_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "hello").unwrap();
+    let e = render_report(tmp.path(), &ReportOptions::default()).unwrap_err();
+    assert!(matches!(e, ReportError::NotAResultFolder { missing: "summary.csv", .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(msg.contains(&tmp.path().display().to_string()), "{msg}");
+    assert!(msg.contains("is not a retrysim result folder: summary.csv is missing"), "{msg}");
+    // Nothing was written.
+    assert!(!tmp.path().join("report.html").exists() && !tmp.path().join("charts").exists());
+
+    let missing = tempfile::tempdir().unwrap();
+    let e = ResultSet::read_dir(&missing.path().join("nope")).unwrap_err();
+    assert!(e.to_string().contains("summary.csv is missing"), "{e}");
+
+    // summary.csv without runs.csv.
+    std::fs::copy(fixture("storm-nosweep/summary.csv"), tmp.path().join("summary.csv")).unwrap();
+    let e = ResultSet::read_dir(tmp.path()).unwrap_err();
+    assert!(e.to_string().contains("runs.csv is missing"), "{e}");
+}
+
+#[test]
+fn damaged_files_name_the_file_line_and_column() {
+    let dir = copy_fixture("storm-nosweep");
+    let summary = dir.path().join("summary.csv");
+    let text = std::fs::read_to_string(&summary).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[2] = lines[2].replacen(",20,", ",twenty,", 1).replacen(",5,", ",five,", 1);
+    std::fs::write(&summary, lines.join("\n") + "\n").unwrap();
+    let e = ResultSet::read_dir(dir.path()).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, ReportError::BadNumber { line: 3, .. }), "{e:?}");
+    assert!(msg.contains("summary.csv") && msg.contains("line 3") && msg.contains("five"), "{msg}");
+
+    let dir = copy_fixture("storm-nosweep");
+    std::fs::write(dir.path().join("manifest.json"), "{ not json").unwrap();
+    let msg = ResultSet::read_dir(dir.path()).unwrap_err().to_string();
+    assert!(msg.contains("manifest.json") && msg.contains("re-run"), "{msg}");
+
+    let dir = copy_fixture("storm-nosweep");
+    std::fs::write(dir.path().join("runs.csv"), "strategy,run,seed,ops\nnobody,0,1,5\n").unwrap();
+    let msg = ResultSet::read_dir(dir.path()).unwrap_err().to_string();
+    assert!(msg.contains("runs.csv") && msg.contains("`nobody` is not in summary.csv"), "{msg}");
+
+    let dir = copy_fixture("storm-nosweep");
+    std::fs::write(dir.path().join("summary.csv"), "workload.rate,ops\n1,2\n").unwrap();
+    let msg = ResultSet::read_dir(dir.path()).unwrap_err().to_string();
+    assert!(msg.contains("no column `strategy`"), "{msg}");
+}
+
+#[test]
+fn tables_are_read_by_column_name() {
+    let set = ResultSet::read_dir(&fixture("storm-two-keys")).unwrap();
+    assert_eq!(set.sweep_keys, ["workload.rate", "client.timeout"]);
+    assert_eq!(set.points.len(), 9);
+    assert_eq!(set.strategies.len(), 6);
+    assert_eq!(set.summary.len(), 54);
+    assert_eq!(set.runs.len(), 54 * 3);
+    assert_eq!(set.points[0].capacity_rps, Some(1200.0));
+    assert_eq!(set.points[0].faults.len(), 1);
+    let sr = set.metric_index("success_rate").unwrap();
+    let e = set.estimate(0, 0, sr).unwrap();
+    assert_eq!(e.n, 3);
+    assert!(e.half_width.unwrap() > 0.0);
+    // A metric column added later, anywhere, is picked up by name.
+    let dir = copy_fixture("storm-nosweep");
+    for f in ["summary.csv", "runs.csv"] {
+        let p = dir.path().join(f);
+        let text = std::fs::read_to_string(&p).unwrap();
+        let out: String = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                let extra = if i == 0 {
+                    if f == "summary.csv" { "new_metric,new_metric_sd" } else { "new_metric" }
+                } else if f == "summary.csv" {
+                    "7,0.5"
+                } else {
+                    "7"
+                };
+                format!("{l},{extra}\n")
+            })
+            .collect();
+        std::fs::write(&p, out).unwrap();
+    }
+    let set = ResultSet::read_dir(dir.path()).unwrap();
+    let m = set.metric_index("new_metric").unwrap();
+    assert_eq!(set.summary[0].mean[m], Some(7.0));
+    assert_eq!(set.runs[0].values[m], Some(7.0));
+    // Without a manifest the folder still reads: names from the folder and the CSV.
+    std::fs::remove_file(dir.path().join("manifest.json")).unwrap();
+    std::fs::remove_file(dir.path().join("timeseries.csv")).unwrap();
+    let set = ResultSet::read_dir(dir.path()).unwrap();
+    assert_eq!(set.strategies[0], "immediate");
+    assert!(set.timeseries.is_none());
+}
+
+const NOSWEEP_COMPARISON: &str = "\
+retry-storm: 6 strategies, 1 point, 5 runs each; mean ± 95 % CI half-width; * = best in column
+
+strategy             success_rate    calls          amplification   completion_time_s  latency_p99_s   duplicates   recovery_time_s  metastable
+immediate            0.900 ± 0.002*  64900 ± 300*   1.300 ± 0.006*  50.48 ± 0.08*      0.456 ± 0.003*  3 ± 3*       0*               0*
+constant             0.33 ± 0.02     161000 ± 3000  3.23 ± 0.04     55.8 ± 0.4         6.05 ± 0.05     17700 ± 500  -                1
+exponential          0.37 ± 0.02     161000 ± 2000  3.22 ± 0.02     60                 10.08 ± 0.06    19600 ± 400  -                1
+full-jitter          0.335 ± 0.015   162000 ± 2000  3.24 ± 0.02     58.2 ± 0.5         8.19 ± 0.03     17600 ± 400  -                1
+equal-jitter         0.35 ± 0.02     162000 ± 2000  3.24 ± 0.03     59.2 ± 0.4         9.10 ± 0.02     18400 ± 400  -                1
+decorrelated-jitter  0.36 ± 0.02     157000 ± 2000  3.14 ± 0.03     60                 26.9 ± 0.2      20400 ± 200  -                1
+  immediate: success rate 57 percentage points higher than constant (0.9 vs 0.327)
+  immediate: 60 % fewer calls than full-jitter (64947 vs 161869)
+  immediate: 60 % lower amplification than full-jitter (1.3 vs 3.24)
+  immediate: 16 % lower completion time than decorrelated-jitter (50.48 vs 60)
+  immediate: 98 % lower p99 latency than decorrelated-jitter (0.4562 vs 26.94)
+  immediate: 100 % fewer duplicate side effects than decorrelated-jitter (3.2 vs 20376)
+  immediate: metastable runs: 0 % of the runs, against 100 % for decorrelated-jitter
+";
+
+#[test]
+fn comparison_text_is_stable() {
+    let set = ResultSet::read_dir(&fixture("storm-nosweep")).unwrap();
+    let text = comparison(&set, &CompareOptions::default());
+    assert_eq!(text, NOSWEEP_COMPARISON, "got:\n{text}");
+    for name in ["storm-nosweep", "storm-rate-sweep", "storm-two-keys", "aws-clients"] {
+        let set = ResultSet::read_dir(&fixture(name)).unwrap();
+        let plain = comparison(&set, &CompareOptions::default());
+        assert!(
+            plain.chars().all(|c| c == '\n' || !c.is_control()),
+            "{name}: control characters without color"
+        );
+        assert!(plain.chars().all(|c| c.is_ascii() || c == '±'), "{name}: non-ASCII besides ±");
+        let colored = comparison(&set, &CompareOptions { color: true, ..Default::default() });
+        assert!(colored.contains("\x1b[1;32m"), "{name}: best values are highlighted with color");
+        assert!(!colored.contains('*'), "{name}: no star with color");
+    }
+    // A large sweep lists each strategy's best point.
+    let set = ResultSet::read_dir(&fixture("storm-two-keys")).unwrap();
+    let text = comparison(&set, &CompareOptions::default());
+    assert!(text.contains("9 points: each strategy's best point by success_rate"), "{text}");
+    assert!(text.lines().filter(|l| l.contains("client.timeout=")).count() >= 6, "{text}");
+    // The AWS pair: full jitter makes far fewer calls than no backoff at 100 clients.
+    let set = ResultSet::read_dir(&fixture("aws-clients")).unwrap();
+    let text = comparison(&set, &CompareOptions::default());
+    assert!(text.contains("same in every row: success_rate = 1"), "{text}");
+    assert!(text.contains("full-jitter: 67 % fewer calls than no-backoff"), "{text}");
+}
+
+#[test]
+fn constraints_parse_or_say_why_not() {
+    let c: Constraint = "latency_p99_s <= 0.5".parse().unwrap();
+    assert_eq!((c.metric.as_str(), c.value), ("latency_p99_s", 0.5));
+    assert_eq!(Constraint::parse("success_rate>=0.99").unwrap().to_string(), "success_rate >= 0.99");
+    assert_eq!(Constraint::parse("latency_p99_s < 500ms").unwrap().value, 0.5);
+    for (text, reason) in [
+        ("latency_p99_s = 0.5", "`=` is not an operator"),
+        ("latency_p99_s == 0.5", "`==` is not an operator"),
+        ("latency_p99_s != 0.5", "`!=` is not an operator"),
+        ("latency_p99_s <> 0.5", "`<>` is not an operator"),
+        ("latency_p99_s =< 0.5", "`=<` is not an operator"),
+        ("latency_p99_s <== 0.5", "`<==` is not an operator"),
+        ("latency_p99_s 0.5", "no operator"),
+        ("<= 0.5", "no metric"),
+        ("latency_p99_s <=", "no value"),
+        ("latency_p99_s <= fast", "`fast` is not a number"),
+        ("p99 latency <= 1", "not a metric name"),
+    ] {
+        let e = Constraint::parse(text).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, ReportError::BadConstraint { .. }), "{text}: {e:?}");
+        assert!(msg.contains(reason), "{text}: {msg}");
+        assert!(msg.contains("METRIC OP VALUE"), "{msg}");
+    }
+}
+
+#[test]
+fn ranking_lists_feasible_rows_and_names_the_binding_constraint() {
+    let set = ResultSet::read_dir(&fixture("storm-two-keys")).unwrap();
+    let c = |t: &str| Constraint::parse(t).unwrap();
+    let text = rank(&set, "calls", &[c("success_rate >= 0.95")]).unwrap();
+    let first = text.lines().nth(1).unwrap();
+    assert!(text.starts_with("rank by calls (smallest first) where success_rate >= 0.95:"), "{text}");
+    assert!(
+        first.starts_with("  1. ") && first.contains("calls ") && first.contains("success_rate "),
+        "{text}"
+    );
+    assert!(first.contains('±'), "intervals: {text}");
+
+    let none = rank(&set, "calls", &[c("success_rate >= 0.999"), c("latency_p99_s <= 1")]).unwrap();
+    assert!(none.contains(": 0 of 54 rows feasible"), "{none}");
+    assert!(none.contains("no row satisfies every constraint"), "{none}");
+    assert!(
+        none.contains("`success_rate >= 0.999` binds") || none.contains("`latency_p99_s <= 1` binds"),
+        "{none}"
+    );
+
+    let e = rank(&set, "latency_p99", &[]).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("unknown metric `latency_p99`") && msg.contains("did you mean `latency_p99_s`?"),
+        "{msg}"
+    );
+    let e = rank(&set, "calls", &[c("sucess_rate >= 0.9")]).unwrap_err();
+    assert!(e.to_string().contains("did you mean `success_rate`?"), "{e}");
+}
