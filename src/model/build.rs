@@ -1,10 +1,11 @@
 //! From the file's types to the policy's: the one place where experiment specs become the
 //! plain parameters of [`crate::policy`] (which knows nothing of files).
 
-use crate::experiment::{BackoffSpec, Duration, NamedFailure, RetryOnItem, Strategy};
+use crate::experiment::{BackoffSpec, Duration, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy};
 use crate::policy::backoff::MAX_DELAY_NS;
 use crate::policy::gate::Gate;
-use crate::policy::{Backoff, Outcome, RetryOn, RetryPolicy};
+use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
+use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
 
 /// A strategy's retry policy.
 pub fn retry_policy(s: &Strategy) -> RetryPolicy {
@@ -14,6 +15,18 @@ pub fn retry_policy(s: &Strategy) -> RetryPolicy {
         max_attempts: s.policy.max_attempts.unwrap_or(u32::MAX),
         timeout: s.policy.timeout.map(Duration::span),
         deadline: s.policy.deadline.map(Duration::span),
+        retry_after: RetryAfterPolicy {
+            honor: s.policy.honor_retry_after,
+            cap: s.policy.retry_after_cap.map(Duration::span),
+            mode: match s.policy.retry_after_mode {
+                RetryAfterModeSpec::Replace => RetryAfterMode::Replace,
+                RetryAfterModeSpec::Envoy => RetryAfterMode::Envoy { max_interval: ENVOY_MAX_INTERVAL },
+                RetryAfterModeSpec::Aws2026 => RetryAfterMode::Aws2026,
+                RetryAfterModeSpec::GrpcPushback => RetryAfterMode::GrpcPushback,
+                RetryAfterModeSpec::AtLeastBackoff => RetryAfterMode::AtLeastBackoff,
+            },
+        },
+        honor_dont_retry: s.policy.honor_dont_retry,
     }
 }
 

@@ -11,7 +11,7 @@ use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::gate::{Admit, Answered, Gate};
-use crate::policy::{Decision, FailReason, FailedAttempt, Outcome, RetryPolicy};
+use crate::policy::{Decision, FailReason, FailedAttempt, Outcome, RetryAfter, RetryPolicy};
 use rand::SeedableRng;
 use rand_xoshiro::SplitMix64;
 
@@ -154,16 +154,37 @@ impl Clients {
         self.next_op(client, now)
     }
 
-    /// The attempt the client was waiting for failed with `outcome` at `now`: retry, or end.
+    /// The attempt the client was waiting for failed with `outcome` (and the server's
+    /// Retry-After, if any) at `now`: retry, or end.
     #[inline]
-    pub fn fail(&mut self, slot: u32, outcome: Outcome, now: Instant, rec: &mut RunRecorder) -> AfterFailure {
+    pub fn fail(
+        &mut self,
+        slot: u32,
+        outcome: Outcome,
+        retry_after: Option<RetryAfter>,
+        now: Instant,
+        rec: &mut RunRecorder,
+    ) -> AfterFailure {
         self.tell_gate(slot, outcome, now);
         let op = self.ops.get(slot);
         op.waiting_for = 0;
-        let failed = FailedAttempt { outcome, attempt: op.attempts, started: op.started, now };
+        let failed = FailedAttempt {
+            outcome,
+            attempt: op.attempts,
+            k: op.attempts - op.backoff_from,
+            started: op.started,
+            now,
+            retry_after,
+        };
         let mut controls = self.gate.client(op.client);
         match self.policy.after_failure(&failed, &mut op.backoff, &mut controls, &mut op.jitter) {
-            Decision::Retry { delay } => AfterFailure::Retry(delay),
+            Decision::Retry { delay, reset_backoff } => {
+                if reset_backoff {
+                    op.backoff_from = op.attempts;
+                    op.backoff = self.policy.backoff.initial_state();
+                }
+                AfterFailure::Retry(delay)
+            }
             Decision::Stop(reason) => AfterFailure::Ended(self.end_failed(slot, reason, now, rec)),
         }
     }

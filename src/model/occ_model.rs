@@ -137,7 +137,7 @@ impl Model for OccModel {
                 let next = if ok {
                     self.clients.succeed(op, now, &mut self.rec)
                 } else {
-                    match self.clients.fail(op, CONFLICT, now, &mut self.rec) {
+                    match self.clients.fail(op, CONFLICT, None, now, &mut self.rec) {
                         AfterFailure::Retry(backoff) => {
                             let d = self.hop();
                             s.schedule_in(backoff + d, Ev::ReadArrive { op });

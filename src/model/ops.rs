@@ -27,6 +27,12 @@ pub struct Op {
     /// unique id ([`OpTable::id`]).
     generation: u32,
     pub ended: bool,
+    /// The retry budget's cost class of the operation's last retry (0 = it took none): the
+    /// token bucket refunds that cost on success.
+    pub last_cost: u8,
+    /// Attempts before the backoff was last reset (a gRPC pushback): the next retry is number
+    /// `attempts - backoff_from` for the backoff's formula.
+    pub backoff_from: u32,
     pub backoff: BackoffState,
     /// This operation's jitter stream.
     pub jitter: SplitMix64,
@@ -47,6 +53,8 @@ impl Op {
             refs: 0,
             generation: 0,
             ended: false,
+            last_cost: 0,
+            backoff_from: 0,
             backoff,
             jitter,
         }

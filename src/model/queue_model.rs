@@ -8,7 +8,7 @@
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::network::Network;
 use super::server::workers::Next;
-use super::server::{Arrival, Request, Server};
+use super::server::{Arrival, Reply, Request, Server};
 use super::workload::{OpenArrivals, StartTimes, Workload};
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
@@ -36,7 +36,7 @@ pub enum Ev {
     /// A worker finishes serving.
     Done { worker: u32 },
     /// An answer reaches the client.
-    Answer { op: u32, attempt: u32, outcome: Outcome },
+    Answer { op: u32, attempt: u32, reply: Reply },
     /// The client stops waiting for an attempt.
     Timeout { op: u32, attempt: u32 },
     /// Capacity went back up: waiting requests may start.
@@ -142,14 +142,14 @@ impl Model for QueueModel {
             Ev::Send { op } => self.send(op, s),
             Ev::Arrive { op, attempt, gives_up_at } => self.arrive(Request::new(op, attempt, gives_up_at), s),
             Ev::Done { worker } => self.done(worker, s),
-            Ev::Answer { op, attempt, outcome } => {
-                self.answer(op, attempt, outcome, s);
+            Ev::Answer { op, attempt, reply } => {
+                self.answer(op, attempt, reply, s);
                 self.clients.ops.release(op);
             }
             Ev::Timeout { op, attempt } => {
                 if self.clients.is_waiting(op, attempt) {
                     self.rec.timed_out(now);
-                    self.failed(op, Outcome::Timeout, s);
+                    self.failed(op, Reply::of(Outcome::Timeout), s);
                 }
                 self.clients.ops.release(op);
             }
@@ -243,41 +243,36 @@ impl QueueModel {
 
     /// Sends an answer back over the response hop (it may be lost).
     #[inline]
-    fn respond<Q: EventQueue<Ev>>(&mut self, req: Request, outcome: Outcome, s: &mut Scheduler<Ev, Q>) {
+    fn respond<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         let Some(delay) = self.net.response() else {
             return self.clients.ops.release(req.op);
         };
         if self.instant_net {
-            self.answer(req.op, req.attempt, outcome, s);
+            self.answer(req.op, req.attempt, reply, s);
             self.clients.ops.release(req.op);
         } else {
-            s.schedule_in(delay, Ev::Answer { op: req.op, attempt: req.attempt, outcome });
+            s.schedule_in(delay, Ev::Answer { op: req.op, attempt: req.attempt, reply });
         }
     }
 
     /// An answer reaches the client; a late answer (the client gave up on that attempt) is
     /// ignored.
-    fn answer<Q: EventQueue<Ev>>(
-        &mut self,
-        op: u32,
-        attempt: u32,
-        outcome: Outcome,
-        s: &mut Scheduler<Ev, Q>,
-    ) {
+    fn answer<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         if !self.clients.is_waiting(op, attempt) {
             return;
         }
-        if outcome == Outcome::Success {
+        if reply.outcome == Outcome::Success {
             let next = self.clients.succeed(op, s.now(), &mut self.rec);
             self.next_op(next, s);
         } else {
-            self.failed(op, outcome, s);
+            self.failed(op, reply, s);
         }
     }
 
     /// The attempt the client was waiting for failed: retry after the backoff, or end.
-    fn failed<Q: EventQueue<Ev>>(&mut self, op: u32, outcome: Outcome, s: &mut Scheduler<Ev, Q>) {
-        match self.clients.fail(op, outcome, s.now(), &mut self.rec) {
+    fn failed<Q: EventQueue<Ev>>(&mut self, op: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
+        let retry_after = reply.retry_after.decode();
+        match self.clients.fail(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
             AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::Send { op }),
             AfterFailure::Ended(next) => self.next_op(next, s),
         }

@@ -1,9 +1,11 @@
 //! The retry loop's decision after a failed attempt (DESIGN §4), in this order:
 //!
 //! 1. an attempt cut short by the operation's deadline ends it (`deadline`);
-//! 2. an outcome not in `retry_on` ends it (`non_retryable`);
+//! 2. an outcome not in `retry_on` ends it (`non_retryable`), and so does an answer that says
+//!    "overloaded; don't retry" when the client honours it (`honor_dont_retry`);
 //! 3. `max_attempts` used up ends it (`exhausted`);
-//! 4. the delay is drawn from the backoff;
+//! 4. the delay: the backoff's, or the server's Retry-After when honoured
+//!    ([`RetryAfterPolicy`]; a gRPC "don't retry" pushback ends it as `non_retryable`);
 //! 5. a retry that could not start before the deadline ends it (`deadline`);
 //! 6. the client's controls (budgets, breakers: [`RetryPermission`]) may refuse the retry
 //!    (`budget`, `breaker`, ...);
@@ -13,6 +15,7 @@
 //! a retry that the deadline then forbids. The decision reads one small struct,
 //! [`FailedAttempt`], so that new inputs do not grow its parameter list.
 
+use super::retry_after::{RetryAfter, RetryAfterPolicy, RetryDelay};
 use super::{Backoff, BackoffState, Outcome, RetryOn};
 use crate::engine::{Instant, Span};
 use rand::Rng;
@@ -72,13 +75,18 @@ pub struct RetryPolicy {
     pub timeout: Option<Span>,
     /// Operation deadline from its first attempt; `None` = none.
     pub deadline: Option<Span>,
+    /// Whether and how the server's Retry-After replaces the backoff.
+    pub retry_after: RetryAfterPolicy,
+    /// Do not retry an answer that says "overloaded; don't retry".
+    pub honor_dont_retry: bool,
 }
 
 /// What to do after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// Send the next attempt after this delay.
-    Retry { delay: Span },
+    /// Send the next attempt after this delay; `reset_backoff`: the backoff starts over (a gRPC
+    /// pushback), so the next failure is retry 1 for its formula.
+    Retry { delay: Span, reset_backoff: bool },
     /// The operation fails.
     Stop(FailReason),
 }
@@ -87,8 +95,13 @@ pub enum Decision {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FailedAttempt {
     pub outcome: Outcome,
-    /// 1-based number of the attempt that failed; also `k`, the number of the next retry.
+    /// 1-based number of the attempt that failed.
     pub attempt: u32,
+    /// The number of the next retry for the backoff's formula: `attempt`, or fewer after the
+    /// backoff was reset (a gRPC pushback).
+    pub k: u32,
+    /// The answer's Retry-After, if it had one.
+    pub retry_after: Option<RetryAfter>,
     /// When the operation's first attempt was sent.
     pub started: Instant,
     pub now: Instant,
@@ -133,17 +146,23 @@ impl RetryPolicy {
         controls: &mut P,
         rng: &mut R,
     ) -> Decision {
-        let FailedAttempt { outcome, attempt, started, now } = *failed;
+        let FailedAttempt { outcome, attempt, k, started, now, retry_after } = *failed;
         if outcome == Outcome::Timeout && self.past_deadline(started, now) {
             return Decision::Stop(FailReason::Deadline);
         }
-        if !self.retry_on.retries(outcome) {
+        if !self.retry_on.retries(outcome)
+            || (self.honor_dont_retry && retry_after == Some(RetryAfter::DontRetry))
+        {
             return Decision::Stop(FailReason::NonRetryable);
         }
         if attempt >= self.max_attempts {
             return Decision::Stop(FailReason::Exhausted);
         }
-        let delay = self.backoff.delay(attempt, state, rng);
+        let backoff = self.backoff.delay(k.max(1), state, rng);
+        let (delay, reset_backoff) = match self.retry_after.delay(backoff, retry_after, rng) {
+            RetryDelay::Wait { delay, reset_backoff } => (delay, reset_backoff),
+            RetryDelay::DontRetry => return Decision::Stop(FailReason::NonRetryable),
+        };
         if let Some(d) = self.deadline
             && now + delay >= started + d
         {
@@ -152,7 +171,7 @@ impl RetryPolicy {
         if let Err(reason) = controls.permit_retry(failed) {
             return Decision::Stop(reason);
         }
-        Decision::Retry { delay }
+        Decision::Retry { delay, reset_backoff }
     }
 }
 
@@ -177,11 +196,13 @@ mod tests {
             max_attempts,
             timeout: Some(ns(50)),
             deadline: deadline.map(ns),
+            retry_after: RetryAfterPolicy::IGNORE,
+            honor_dont_retry: false,
         }
     }
 
     fn failed(outcome: Outcome, attempt: u32, now: u64) -> FailedAttempt {
-        FailedAttempt { outcome, attempt, started: at(0), now: at(now) }
+        FailedAttempt { outcome, attempt, k: attempt, started: at(0), now: at(now), retry_after: None }
     }
 
     fn decide_with(p: &RetryPolicy, f: FailedAttempt, controls: &mut impl RetryPermission) -> Decision {
@@ -196,14 +217,20 @@ mod tests {
     #[test]
     fn follows_design_order() {
         let p = policy(3, Some(1000));
-        assert_eq!(decide(&p, Outcome::Status(503), 1, 0), Decision::Retry { delay: ns(100) });
+        assert_eq!(
+            decide(&p, Outcome::Status(503), 1, 0),
+            Decision::Retry { delay: ns(100), reset_backoff: false }
+        );
         assert_eq!(decide(&p, Outcome::Status(400), 1, 0), Decision::Stop(FailReason::NonRetryable));
         assert_eq!(decide(&p, Outcome::Status(503), 3, 0), Decision::Stop(FailReason::Exhausted));
         // The next attempt would start at 950 + 100 >= 1000: the deadline would pass.
         assert_eq!(decide(&p, Outcome::Status(503), 1, 950), Decision::Stop(FailReason::Deadline));
         // An attempt cut by the deadline is a deadline failure, not a timeout to retry.
         assert_eq!(decide(&p, Outcome::Timeout, 1, 1000), Decision::Stop(FailReason::Deadline));
-        assert_eq!(decide(&p, Outcome::Timeout, 1, 10), Decision::Retry { delay: ns(100) });
+        assert_eq!(
+            decide(&p, Outcome::Timeout, 1, 10),
+            Decision::Retry { delay: ns(100), reset_backoff: false }
+        );
     }
 
     /// Counts the questions and refuses with a given reason.
@@ -235,9 +262,58 @@ mod tests {
     }
 
     #[test]
+    fn retry_after_and_dont_retry() {
+        let mut p = policy(5, None);
+        let with = |ra| FailedAttempt { retry_after: Some(ra), ..failed(Outcome::Status(429), 1, 0) };
+        // Ignored unless honoured.
+        assert_eq!(
+            decide_with(&p, with(RetryAfter::After(ns(7))), &mut ()),
+            Decision::Retry { delay: ns(100), reset_backoff: false }
+        );
+        p.retry_after = RetryAfterPolicy {
+            honor: true,
+            cap: Some(ns(1000)),
+            mode: super::super::RetryAfterMode::Replace,
+        };
+        assert_eq!(
+            decide_with(&p, with(RetryAfter::After(ns(7))), &mut ()),
+            Decision::Retry { delay: ns(7), reset_backoff: false }
+        );
+        assert_eq!(
+            decide_with(&p, with(RetryAfter::After(ns(86_400))), &mut ()),
+            Decision::Retry { delay: ns(1000), reset_backoff: false },
+            "clamped"
+        );
+        // "Overloaded; don't retry" stops the clients that honour it.
+        assert_eq!(
+            decide_with(&p, with(RetryAfter::DontRetry), &mut ()),
+            Decision::Retry { delay: ns(100), reset_backoff: false }
+        );
+        p.honor_dont_retry = true;
+        assert_eq!(
+            decide_with(&p, with(RetryAfter::DontRetry), &mut ()),
+            Decision::Stop(FailReason::NonRetryable)
+        );
+        // A gRPC pushback: exactly the value, and the backoff starts over.
+        p.retry_after.mode = super::super::RetryAfterMode::GrpcPushback;
+        p.honor_dont_retry = false;
+        assert_eq!(
+            decide_with(&p, with(RetryAfter::After(ns(30))), &mut ()),
+            Decision::Retry { delay: ns(30), reset_backoff: true }
+        );
+        assert_eq!(
+            decide_with(&p, with(RetryAfter::DontRetry), &mut ()),
+            Decision::Stop(FailReason::NonRetryable)
+        );
+    }
+
+    #[test]
     fn unlimited_attempts_and_give_up_time() {
         let p = policy(u32::MAX, None);
-        assert_eq!(decide(&p, Outcome::Status(429), 1_000_000, 0), Decision::Retry { delay: ns(100) });
+        assert_eq!(
+            decide(&p, Outcome::Status(429), 1_000_000, 0),
+            Decision::Retry { delay: ns(100), reset_backoff: false }
+        );
         assert_eq!(p.gives_up_at(at(0), at(10)), at(60));
         let d = policy(3, Some(30));
         assert_eq!(d.gives_up_at(at(0), at(10)), at(30), "the deadline cuts the attempt short");

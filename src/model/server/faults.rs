@@ -9,7 +9,7 @@ use crate::policy::Outcome;
 use crate::policy::uniform::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{Admission, Request};
+use super::{Admission, Reply, Request, RetryAfterCode};
 
 /// An error answer chosen for a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +17,8 @@ pub struct ErrorAnswer {
     pub status: u16,
     /// The work and its side effect happen; only the answer is the error.
     pub after_effect: bool,
+    /// Sent with the answer (an `errors` fault's `retry_after`).
+    pub retry_after: RetryAfterCode,
 }
 
 /// What an outage does to a request.
@@ -55,7 +57,11 @@ impl Faults {
             background: errors
                 .iter()
                 .map(|e| ErrorAnswerP {
-                    answer: ErrorAnswer { status: e.status, after_effect: e.after_effect },
+                    answer: ErrorAnswer {
+                        status: e.status,
+                        after_effect: e.after_effect,
+                        retry_after: RetryAfterCode::NONE,
+                    },
                     probability: e.probability,
                 })
                 .collect(),
@@ -76,15 +82,18 @@ impl Faults {
             return Admission::Continue;
         }
         match self.outage(now) {
-            Some(OutageAnswer::Silence) => return Admission::Silence,
-            Some(OutageAnswer::Answer(o)) => return Admission::Answer(o),
+            Some((OutageAnswer::Silence, _)) => return Admission::Silence,
+            Some((OutageAnswer::Answer(o), ra)) => {
+                return Admission::Answer(Reply { outcome: o, retry_after: ra });
+            }
             None => {}
         }
         if let Some(e) = self.error(now) {
+            let reply = Reply { outcome: Outcome::Status(e.status), retry_after: e.retry_after };
             if !e.after_effect {
-                return Admission::Answer(Outcome::Status(e.status));
+                return Admission::Answer(reply);
             }
-            req.answer = Outcome::Status(e.status);
+            req.answer = reply;
         }
         Admission::Continue
     }
@@ -109,16 +118,19 @@ impl Faults {
         self.faults.iter().filter(move |f| f.0 <= now && now < f.1).map(|f| &f.2)
     }
 
-    /// The first active outage's answer, if any.
-    pub fn outage(&self, now: Instant) -> Option<OutageAnswer> {
+    /// The first active outage's answer and its Retry-After, if any.
+    pub fn outage(&self, now: Instant) -> Option<(OutageAnswer, RetryAfterCode)> {
         self.active(now).find_map(|f| match f {
-            FaultSpec::Outage { status, .. } => Some(match status {
-                FaultStatus::Status(s) => OutageAnswer::Answer(Outcome::Status(*s)),
-                FaultStatus::Named(NamedFailure::Timeout) => OutageAnswer::Silence,
-                FaultStatus::Named(NamedFailure::ConnectionError) => {
-                    OutageAnswer::Answer(Outcome::ConnectionError)
-                }
-            }),
+            FaultSpec::Outage { status, retry_after, .. } => Some((
+                match status {
+                    FaultStatus::Status(s) => OutageAnswer::Answer(Outcome::Status(*s)),
+                    FaultStatus::Named(NamedFailure::Timeout) => OutageAnswer::Silence,
+                    FaultStatus::Named(NamedFailure::ConnectionError) => {
+                        OutageAnswer::Answer(Outcome::ConnectionError)
+                    }
+                },
+                code(*retry_after),
+            )),
             _ => None,
         })
     }
@@ -156,8 +168,11 @@ impl Faults {
             .iter()
             .filter(|f| f.0 <= now && now < f.1)
             .filter_map(|f| match f.2 {
-                FaultSpec::Errors { probability, status, after_effect, .. } => {
-                    Some(ErrorAnswerP { answer: ErrorAnswer { status, after_effect }, probability })
+                FaultSpec::Errors { probability, status, after_effect, retry_after, .. } => {
+                    Some(ErrorAnswerP {
+                        answer: ErrorAnswer { status, after_effect, retry_after: code(retry_after) },
+                        probability,
+                    })
                 }
                 _ => None,
             })
@@ -172,6 +187,10 @@ impl Faults {
         let u = u01(&mut self.rng);
         pick(u, self.background.iter().copied())
     }
+}
+
+fn code(retry_after: Option<crate::experiment::Duration>) -> RetryAfterCode {
+    retry_after.map_or(RetryAfterCode::NONE, |d| RetryAfterCode::after(d.span()))
 }
 
 /// The answer whose slice of `[0, 1)` holds `u`, the slices laid end to end in order.
@@ -228,7 +247,7 @@ mod tests {
     fn windows_are_half_open() {
         let f = faults();
         assert_eq!(f.outage(t(10 * S - 1)), None);
-        assert_eq!(f.outage(t(10 * S)), Some(OutageAnswer::Silence));
+        assert_eq!(f.outage(t(10 * S)).map(|o| o.0), Some(OutageAnswer::Silence));
         assert_eq!(f.outage(t(15 * S)), None);
         assert_eq!(f.capacity(t(19 * S), 100), 100);
         assert_eq!(f.capacity(t(20 * S), 100), 25);
@@ -250,8 +269,7 @@ mod tests {
         let se = (0.1f64 * 0.9 / n as f64).sqrt();
         assert!((bg - 0.1).abs() < 5.0 * se, "{bg}");
         // During the error fault its 500 replaces the background: every request gets it.
-        assert!(
-            (0..1000).all(|_| f.error(t(40 * S)) == Some(ErrorAnswer { status: 500, after_effect: true }))
-        );
+        assert!((0..1000).all(|_| f.error(t(40 * S))
+            == Some(ErrorAnswer { status: 500, after_effect: true, retry_after: RetryAfterCode::NONE })));
     }
 }

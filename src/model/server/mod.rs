@@ -16,9 +16,49 @@ use crate::engine::rng::{Stream, stream};
 use crate::engine::{Instant, Span};
 use crate::experiment::QueueServerSpec;
 use crate::metrics::recovery::FaultSpan;
-use crate::policy::Outcome;
+use crate::policy::{Outcome, RetryAfter};
 use faults::Faults;
 use workers::{Placed, Workers};
+
+/// A Retry-After as an answer carries it, packed in 4 bytes so that events stay small: none,
+/// "don't retry", or a delay in whole milliseconds, rounded up (up to about 49 days).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetryAfterCode(u32);
+
+impl RetryAfterCode {
+    pub const NONE: RetryAfterCode = RetryAfterCode(0);
+    pub const DONT_RETRY: RetryAfterCode = RetryAfterCode(u32::MAX);
+
+    /// "Retry after `span`", rounded up to the millisecond.
+    pub fn after(span: Span) -> RetryAfterCode {
+        let ms = span.as_ns().div_ceil(1_000_000).min(u32::MAX as u64 - 2);
+        RetryAfterCode(ms as u32 + 1)
+    }
+
+    pub fn decode(self) -> Option<RetryAfter> {
+        match self.0 {
+            0 => None,
+            u32::MAX => Some(RetryAfter::DontRetry),
+            v => Some(RetryAfter::After(Span::from_millis(v as u64 - 1))),
+        }
+    }
+}
+
+/// What the server answers: an outcome, maybe with a Retry-After.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub outcome: Outcome,
+    pub retry_after: RetryAfterCode,
+}
+
+impl Reply {
+    pub const SUCCESS: Reply = Reply { outcome: Outcome::Success, retry_after: RetryAfterCode::NONE };
+
+    /// An answer without Retry-After.
+    pub fn of(outcome: Outcome) -> Reply {
+        Reply { outcome, retry_after: RetryAfterCode::NONE }
+    }
+}
 
 /// A request held by the server.
 #[derive(Clone, Copy, Debug)]
@@ -29,12 +69,12 @@ pub struct Request {
     /// When its client stops waiting: work after that is wasted; `drop_expired` drops it.
     pub gives_up_at: Instant,
     /// The answer once the work is done: success, or an `after_effect` error drawn at arrival.
-    pub answer: Outcome,
+    pub answer: Reply,
 }
 
 impl Request {
     pub fn new(op: u32, attempt: u32, gives_up_at: Instant) -> Request {
-        Request { op, attempt, gives_up_at, answer: Outcome::Success }
+        Request { op, attempt, gives_up_at, answer: Reply::SUCCESS }
     }
 }
 
@@ -43,8 +83,8 @@ impl Request {
 pub enum Admission {
     /// On to the next stage.
     Continue,
-    /// Answer it now with this outcome, without doing the work.
-    Answer(Outcome),
+    /// Answer it now, without doing the work.
+    Answer(Reply),
     /// Never answer it (the client sees its timeout).
     Silence,
 }
@@ -53,7 +93,7 @@ pub enum Admission {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arrival {
     /// Answered at once, without the work.
-    Answered(Outcome),
+    Answered(Reply),
     /// Dropped without an answer.
     Silenced,
     /// A worker started on it; it is done after `service`.
@@ -98,7 +138,7 @@ impl Server {
         match self.workers.place(req, now, capacity, slowdown) {
             Placed::Started { worker, service } => Arrival::Started { worker, service },
             Placed::Queued => Arrival::Queued,
-            Placed::Rejected(o) => Arrival::Answered(o),
+            Placed::Rejected(o) => Arrival::Answered(Reply::of(o)),
         }
     }
 
