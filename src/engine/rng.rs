@@ -30,6 +30,8 @@ pub enum Stream {
     Faults = 4,
     /// Root of the jitter streams: run -> client -> operation (see `model::clients`).
     Jitter = 5,
+    /// The client-side controls' random draws (the SRE throttle's rejections).
+    Controls = 6,
 }
 
 /// The SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

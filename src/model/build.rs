@@ -1,11 +1,17 @@
 //! From the file's types to the policy's: the one place where experiment specs become the
 //! plain parameters of [`crate::policy`] (which knows nothing of files).
 
+use crate::engine::rng::{Stream, stream};
 use crate::experiment::{BackoffSpec, Duration, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy};
+use crate::experiment::{BreakerWindowSpec, BudgetSpec, Scope as SpecScope, ThrottleSpec};
 use crate::policy::backoff::MAX_DELAY_NS;
-use crate::policy::gate::Gate;
+use crate::policy::gate::{BudgetParams, Gate, GateParams, Scope, ThrottleParams};
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
 use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
+use crate::policy::{
+    BreakerParams, BreakerWindow, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams,
+    SreThrottleParams, TokenBucketParams,
+};
 
 /// A strategy's retry policy.
 pub fn retry_policy(s: &Strategy) -> RetryPolicy {
@@ -30,9 +36,73 @@ pub fn retry_policy(s: &Strategy) -> RetryPolicy {
     }
 }
 
-/// A strategy's controls, for `clients` client processes.
-pub fn gate(_s: &Strategy, _clients: u32) -> Gate {
-    Gate::none()
+/// A strategy's controls, for `clients` client processes; the throttle's draws come from the
+/// run's controls stream.
+pub fn gate(s: &Strategy, clients: u32, run_seed: u64) -> Gate {
+    let params = gate_params(s);
+    if params == GateParams::default() {
+        return Gate::none();
+    }
+    Gate::new(&params, clients, stream(run_seed, Stream::Controls))
+}
+
+/// The controls of a strategy as the policy's parameters.
+pub fn gate_params(s: &Strategy) -> GateParams {
+    let scope = |s: SpecScope| match s {
+        SpecScope::Client => Scope::Client,
+        SpecScope::Shared => Scope::Shared,
+    };
+    let budget = s.policy.budget.as_ref().map(|b| match *b {
+        BudgetSpec::TokenBucket {
+            capacity,
+            retry_cost,
+            timeout_cost,
+            throttling_cost,
+            success_refund,
+            scope: sc,
+        } => (
+            BudgetParams::TokenBucket(TokenBucketParams {
+                capacity,
+                retry_cost,
+                timeout_cost,
+                throttling_cost,
+                success_refund,
+            }),
+            scope(sc),
+        ),
+        BudgetSpec::GrpcThrottle { max_tokens, token_ratio, scope: sc } => {
+            (BudgetParams::Grpc(GrpcThrottleParams { max_tokens, token_ratio }), scope(sc))
+        }
+        BudgetSpec::Ratio { ratio, min_per_second, ttl, scope: sc } => {
+            (BudgetParams::Ratio(RatioBudgetParams { ratio, min_per_second, ttl: ttl.span() }), scope(sc))
+        }
+        BudgetSpec::Concurrency { percent, min_concurrency, scope: sc } => {
+            (BudgetParams::Concurrency(ConcurrencyBudgetParams { percent, min_concurrency }), scope(sc))
+        }
+    });
+    let breaker = s.policy.breaker.as_ref().map(|b| {
+        let window = match b.window {
+            BreakerWindowSpec::Calls(n) => BreakerWindow::Count(n),
+            BreakerWindowSpec::Time(d) => BreakerWindow::Time(d.span()),
+        };
+        let p = BreakerParams {
+            window,
+            failure_rate: b.failure_rate,
+            slow_call_rate: b.slow_call_rate,
+            slow_call_duration: b.slow_call_duration.span(),
+            minimum_calls: b.minimum_calls,
+            open_for: b.open_for.span(),
+            half_open_calls: b.half_open_calls,
+        };
+        (p, scope(b.scope))
+    });
+    let throttle = s.policy.throttle.as_ref().map(|t| match *t {
+        ThrottleSpec::Sre { k, window, scope: sc } => {
+            (ThrottleParams::Sre(SreThrottleParams { k, window: window.span() }), scope(sc))
+        }
+        ThrottleSpec::AwsAdaptive { scope: sc } => (ThrottleParams::AwsAdaptive, scope(sc)),
+    });
+    GateParams { budget, breaker, throttle }
 }
 
 /// `retry_on`, or DESIGN §3.5's defaults when absent.

@@ -10,7 +10,7 @@ use crate::engine::rng::{Stream, derive};
 use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
 use crate::metrics::{RunMetrics, RunRecorder};
-use crate::policy::gate::{Admit, Answered, Gate};
+use crate::policy::gate::{Admit, Answered, CostClass, Gate};
 use crate::policy::{Decision, FailReason, FailedAttempt, Outcome, RetryAfter, RetryPolicy};
 use rand::SeedableRng;
 use rand_xoshiro::SplitMix64;
@@ -118,9 +118,13 @@ impl Clients {
     pub fn send(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Sent {
         if !self.gate.is_empty() {
             let op = self.ops.get(slot);
-            match self.gate.admit(op.client, now, op.attempts + 1) {
+            let paid = std::mem::take(&mut op.wait_paid);
+            match self.gate.admit(op.client, now, op.attempts + 1, paid) {
                 Admit::Send => {}
-                Admit::Wait(wait) => return Sent::Wait(wait),
+                Admit::Wait(wait) => {
+                    self.ops.get(slot).wait_paid = true;
+                    return Sent::Wait(wait);
+                }
                 Admit::Refuse(reason) => return Sent::Ended(self.end_failed(slot, reason, now, rec)),
             }
         }
@@ -148,7 +152,8 @@ impl Clients {
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_succeeded(started, attempts, now);
         if !self.gate.is_empty() {
-            self.gate.op_ended(client, true);
+            let last_cost = self.ops.get(slot).last_cost;
+            self.gate.op_ended(client, true, last_cost);
         }
         self.ops.end(slot);
         self.next_op(client, now)
@@ -176,7 +181,7 @@ impl Clients {
             now,
             retry_after,
         };
-        let mut controls = self.gate.client(op.client);
+        let mut controls = self.gate.client(op.client, &mut op.last_cost);
         match self.policy.after_failure(&failed, &mut op.backoff, &mut controls, &mut op.jitter) {
             Decision::Retry { delay, reset_backoff } => {
                 if reset_backoff {
@@ -196,7 +201,8 @@ impl Clients {
             return;
         }
         let op = self.ops.get(slot);
-        let a = Answered { now, attempt: op.attempts, outcome, latency: now.since(op.sent_at) };
+        let retryable = self.policy.retry_on.retries(outcome);
+        let a = Answered { now, attempt: op.attempts, outcome, latency: now.since(op.sent_at), retryable };
         let client = op.client;
         self.gate.answered(client, &a);
     }
@@ -212,7 +218,7 @@ impl Clients {
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_failed(reason, started, attempts, now);
         if !self.gate.is_empty() {
-            self.gate.op_ended(client, false);
+            self.gate.op_ended(client, false, CostClass::NONE);
         }
         self.ops.end(slot);
         self.next_op(client, now)

@@ -66,7 +66,7 @@ pub fn simulate_with<C: QueueChoice>(
     let clients = Clients::new(
         &workload,
         build::retry_policy(strategy),
-        build::gate(strategy, workload.clients()),
+        build::gate(strategy, workload.clients(), run_seed),
         run_seed,
     );
     let horizon = crate::engine::Instant::ZERO + spec.horizon.span();

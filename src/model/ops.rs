@@ -3,6 +3,7 @@
 
 use crate::engine::Instant;
 use crate::policy::BackoffState;
+use crate::policy::gate::CostClass;
 use rand_xoshiro::SplitMix64;
 
 /// One logical operation in flight (64 bytes, one cache line: all an event touches).
@@ -27,9 +28,11 @@ pub struct Op {
     /// unique id ([`OpTable::id`]).
     generation: u32,
     pub ended: bool,
-    /// The retry budget's cost class of the operation's last retry (0 = it took none): the
-    /// token bucket refunds that cost on success.
-    pub last_cost: u8,
+    /// The client-side rate limiter already delayed the next attempt: do not charge it again.
+    pub wait_paid: bool,
+    /// The kind of tokens the operation's last retry took from a token bucket: refunded on
+    /// success.
+    pub last_cost: CostClass,
     /// Attempts before the backoff was last reset (a gRPC pushback): the next retry is number
     /// `attempts - backoff_from` for the backoff's formula.
     pub backoff_from: u32,
@@ -53,7 +56,8 @@ impl Op {
             refs: 0,
             generation: 0,
             ended: false,
-            last_cost: 0,
+            wait_paid: false,
+            last_cost: CostClass::NONE,
             backoff_from: 0,
             backoff,
             jitter,

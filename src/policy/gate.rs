@@ -3,33 +3,44 @@
 //!
 //! The client talks to its controls only through this type, at five moments:
 //!
-//! | moment | call | what controls do there |
+//! | moment | call | what the controls do there |
 //! |---|---|---|
-//! | an operation starts | [`Gate::op_started`] | ratio budgets deposit |
-//! | an attempt is about to be sent (the first included) | [`Gate::admit`] | a breaker or a throttle may fail it locally, a rate limiter may delay it |
-//! | an attempt failed and the retry decision asks | [`RetryPermission::permit_retry`] (through [`Gate::client`]) | budgets take tokens or refuse |
-//! | an answer arrived, or the attempt timed out | [`Gate::answered`] | breakers and throttles record it |
-//! | an operation ended | [`Gate::op_ended`] | token buckets refund |
+//! | an operation starts | [`Gate::op_started`] | a ratio budget deposits (Finagle: once per original request) |
+//! | an attempt is about to be sent (the first included) | [`Gate::admit`] | the AWS adaptive limiter may delay it; a breaker or the SRE throttle may fail it locally; the Envoy budget counts it active |
+//! | an attempt failed and the retry decision asks | [`RetryPermission::permit_retry`] (through [`Gate::client`]) | an open breaker refuses; a budget takes tokens or refuses |
+//! | the client stopped waiting for an attempt (answer or timeout) | [`Gate::answered`] | breakers, throttles and the gRPC token count record it; the Envoy budget counts it ended |
+//! | an operation ended | [`Gate::op_ended`] | a token bucket refunds on success |
 //!
-//! Controls are scoped per client process or shared by all (DESIGN §4.2). A gate without
-//! controls answers every question at once ([`Gate::is_empty`] lets the model skip it).
+//! Controls are scoped per client process or shared by all (DESIGN §4.2, [`Scope`]). A gate
+//! without controls answers every question at once, and [`Gate::is_empty`] lets the model skip
+//! it entirely. What counts as a failure, an acceptance or a throttling answer for each control
+//! is decided here, once ([`is_failure`], [`is_accepted`], [`retry_cause`]).
 
-use super::{FailReason, FailedAttempt, Outcome, RetryPermission};
+use super::breaker::{Breaker, BreakerParams};
+use super::budget::{
+    ConcurrencyBudget, ConcurrencyBudgetParams, GrpcThrottle, GrpcThrottleParams, RatioBudget,
+    RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
+};
+use super::throttle::{AwsAdaptive, SreThrottle, SreThrottleParams};
+use super::uniform::u01;
+use super::{BreakerState, FailReason, FailedAttempt, Outcome, RetryPermission};
 use crate::engine::{Instant, Span};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::rc::Rc;
 
 /// The gate's answer before an attempt is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {
     /// Send it now.
     Send,
-    /// Send it after this wait (a client-side rate limiter).
+    /// Send it after this wait (a client-side rate limiter); the wait is paid: ask again
+    /// with `paid = true`.
     Wait(Span),
     /// Do not send it: the operation fails locally with this reason.
     Refuse(FailReason),
 }
 
-/// What the controls are told after each attempt the client stopped waiting for: the answer,
-/// or a timeout.
+/// What the controls are told when the client stops waiting for an attempt.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Answered {
     pub now: Instant,
@@ -38,58 +49,451 @@ pub struct Answered {
     pub outcome: Outcome,
     /// From the attempt being sent to now.
     pub latency: Span,
+    /// Whether the strategy's `retry_on` retries this outcome (gRPC counts only those).
+    pub retryable: bool,
+}
+
+/// One per client process, or one for all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Client,
+    Shared,
+}
+
+/// A retry budget's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BudgetParams {
+    TokenBucket(TokenBucketParams),
+    Grpc(GrpcThrottleParams),
+    Ratio(RatioBudgetParams),
+    Concurrency(ConcurrencyBudgetParams),
+}
+
+/// A client-side throttle's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ThrottleParams {
+    Sre(SreThrottleParams),
+    AwsAdaptive,
+}
+
+/// A strategy's controls, as plain parameters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GateParams {
+    pub budget: Option<(BudgetParams, Scope)>,
+    pub breaker: Option<(BreakerParams, Scope)>,
+    pub throttle: Option<(ThrottleParams, Scope)>,
+}
+
+enum Budget {
+    TokenBucket(TokenBucket),
+    Grpc(GrpcThrottle),
+    Ratio(RatioBudget),
+    Concurrency(ConcurrencyBudget),
+}
+
+enum Throttle {
+    Sre(SreThrottle),
+    AwsAdaptive(AwsAdaptive),
+}
+
+/// One control shared by all clients, or one per client.
+enum Scoped<T> {
+    Shared(T),
+    PerClient(Vec<T>),
+}
+
+impl<T> Scoped<T> {
+    fn new(scope: Scope, clients: u32, mut make: impl FnMut() -> T) -> Scoped<T> {
+        match scope {
+            Scope::Shared => Scoped::Shared(make()),
+            Scope::Client => Scoped::PerClient((0..clients.max(1)).map(|_| make()).collect()),
+        }
+    }
+
+    #[inline]
+    fn get(&mut self, client: u32) -> &mut T {
+        match self {
+            Scoped::Shared(t) => t,
+            Scoped::PerClient(all) => &mut all[client as usize],
+        }
+    }
 }
 
 /// One strategy's controls for every client of a run.
-#[derive(Debug, Default)]
-pub struct Gate {}
+pub struct Gate {
+    budget: Option<Scoped<Budget>>,
+    breaker: Option<Scoped<Breaker<Rc<BreakerParams>>>>,
+    throttle: Option<Scoped<Throttle>>,
+    /// The SRE throttle's rejection draws.
+    rng: Xoshiro256PlusPlus,
+}
 
 impl Gate {
     /// A gate with no controls.
     pub fn none() -> Gate {
-        Gate {}
+        Gate { budget: None, breaker: None, throttle: None, rng: rand::SeedableRng::seed_from_u64(0) }
+    }
+
+    /// The controls of `params` for `clients` client processes; `rng` draws the throttle's
+    /// rejections.
+    pub fn new(params: &GateParams, clients: u32, rng: Xoshiro256PlusPlus) -> Gate {
+        let start = Instant::ZERO;
+        let budget = params.budget.map(|(b, scope)| {
+            Scoped::new(scope, clients, || match b {
+                BudgetParams::TokenBucket(p) => Budget::TokenBucket(TokenBucket::new(p)),
+                BudgetParams::Grpc(p) => Budget::Grpc(GrpcThrottle::new(p)),
+                BudgetParams::Ratio(p) => Budget::Ratio(RatioBudget::new(p, start)),
+                BudgetParams::Concurrency(p) => Budget::Concurrency(ConcurrencyBudget::new(p)),
+            })
+        });
+        let breaker = params.breaker.as_ref().map(|(p, scope)| {
+            // Per-client breakers share one copy of the parameters.
+            let shared = Rc::new(p.clone());
+            Scoped::new(*scope, clients, || Breaker::new(Rc::clone(&shared)))
+        });
+        let throttle = params.throttle.map(|(t, scope)| {
+            Scoped::new(scope, clients, || match t {
+                ThrottleParams::Sre(p) => Throttle::Sre(SreThrottle::new(p)),
+                ThrottleParams::AwsAdaptive => Throttle::AwsAdaptive(AwsAdaptive::new(start)),
+            })
+        });
+        Gate { budget, breaker, throttle, rng }
     }
 
     /// Whether there is no control at all (every call is then a no-op).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        true
+        self.budget.is_none() && self.breaker.is_none() && self.throttle.is_none()
     }
 
     /// An operation of `client` starts.
     #[inline]
-    pub fn op_started(&mut self, _client: u32, _now: Instant) {}
+    pub fn op_started(&mut self, client: u32, now: Instant) {
+        if let Some(b) = &mut self.budget
+            && let Budget::Ratio(r) = b.get(client)
+        {
+            r.deposit(now);
+        }
+    }
 
     /// Attempt number `attempt` of an operation of `client` is about to be sent at `now`.
+    /// `paid`: the adaptive limiter's wait for this attempt has already been served.
     #[inline]
-    pub fn admit(&mut self, _client: u32, _now: Instant, _attempt: u32) -> Admit {
+    pub fn admit(&mut self, client: u32, now: Instant, attempt: u32, paid: bool) -> Admit {
+        if let Some(t) = &mut self.throttle {
+            match t.get(client) {
+                Throttle::AwsAdaptive(a) if !paid => {
+                    let wait = a.acquire(now);
+                    if !wait.is_zero() {
+                        return Admit::Wait(wait);
+                    }
+                }
+                Throttle::AwsAdaptive(_) => {}
+                Throttle::Sre(s) => {
+                    if !s.admit(now, u01(&mut self.rng)) {
+                        return Admit::Refuse(FailReason::Throttled);
+                    }
+                }
+            }
+        }
+        if let Some(b) = &mut self.breaker
+            && !b.get(client).try_acquire(now)
+        {
+            return Admit::Refuse(FailReason::Breaker);
+        }
+        if let Some(b) = &mut self.budget
+            && let Budget::Concurrency(c) = b.get(client)
+        {
+            c.attempt_started(attempt > 1);
+        }
         Admit::Send
     }
 
     /// The client stopped waiting for an attempt: it was answered, or it timed out.
     #[inline]
-    pub fn answered(&mut self, _client: u32, _a: &Answered) {}
+    pub fn answered(&mut self, client: u32, a: &Answered) {
+        if let Some(b) = &mut self.breaker {
+            b.get(client).on_result(a.now, is_failure(a.outcome), a.latency);
+        }
+        if let Some(t) = &mut self.throttle {
+            match t.get(client) {
+                Throttle::Sre(s) => {
+                    if is_accepted(a.outcome) {
+                        s.on_accept(a.now);
+                    }
+                }
+                Throttle::AwsAdaptive(ad) => ad.on_response(a.now, a.outcome == Outcome::Status(429)),
+            }
+        }
+        if let Some(b) = &mut self.budget {
+            match b.get(client) {
+                // gRFC A6: successes add token_ratio; only retryable failures count.
+                Budget::Grpc(g) if a.outcome == Outcome::Success => g.record_success(),
+                Budget::Grpc(g) if a.retryable => g.record_failure(),
+                Budget::Concurrency(c) => c.attempt_ended(a.attempt > 1),
+                _ => {}
+            }
+        }
+    }
 
-    /// An operation of `client` ended, successfully or not.
+    /// An operation of `client` ended; `last_cost` is the cost class of its last retry's
+    /// tokens ([`CostClass`]).
     #[inline]
-    pub fn op_ended(&mut self, _client: u32, _success: bool) {}
+    pub fn op_ended(&mut self, client: u32, success: bool, last_cost: CostClass) {
+        if success
+            && let Some(b) = &mut self.budget
+            && let Budget::TokenBucket(t) = b.get(client)
+        {
+            let cost = last_cost.cause().map(|c| t.params().cost(c));
+            t.on_success(cost);
+        }
+    }
 
-    /// The controls of one client, as the retry decision asks them.
+    /// The controls of one client, as the retry decision asks them; `last_cost` is where the
+    /// operation remembers what its retry cost.
     #[inline]
-    pub fn client(&mut self, client: u32) -> ClientGate<'_> {
-        ClientGate { _gate: self, _client: client }
+    pub fn client<'g>(&'g mut self, client: u32, last_cost: &'g mut CostClass) -> ClientGate<'g> {
+        ClientGate { gate: self, client, last_cost }
+    }
+}
+
+/// The kind of tokens an operation's last retry took from a token bucket (stored in the
+/// operation in one byte; the amount follows from the bucket's parameters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CostClass(u8);
+
+impl CostClass {
+    pub const NONE: CostClass = CostClass(0);
+
+    fn of(cause: RetryCause) -> CostClass {
+        CostClass(match cause {
+            RetryCause::Timeout => 1,
+            RetryCause::Throttling => 2,
+            RetryCause::Other => 3,
+        })
+    }
+
+    fn cause(self) -> Option<RetryCause> {
+        match self.0 {
+            1 => Some(RetryCause::Timeout),
+            2 => Some(RetryCause::Throttling),
+            3 => Some(RetryCause::Other),
+            _ => None,
+        }
     }
 }
 
 /// The gate seen by one client's retry decision.
 pub struct ClientGate<'g> {
-    _gate: &'g mut Gate,
-    _client: u32,
+    gate: &'g mut Gate,
+    client: u32,
+    last_cost: &'g mut CostClass,
 }
 
 impl RetryPermission for ClientGate<'_> {
     #[inline]
-    fn permit_retry(&mut self, _failed: &FailedAttempt) -> Result<(), FailReason> {
-        Ok(())
+    fn permit_retry(&mut self, failed: &FailedAttempt) -> Result<(), FailReason> {
+        let g = &mut *self.gate;
+        // An open breaker fails the retry at once rather than after the backoff.
+        if let Some(b) = &mut g.breaker
+            && let BreakerState::Open { until } = b.get(self.client).state()
+            && failed.now <= until
+        {
+            return Err(FailReason::Breaker);
+        }
+        let Some(b) = &mut g.budget else { return Ok(()) };
+        let allowed = match b.get(self.client) {
+            Budget::TokenBucket(t) => {
+                let cause = retry_cause(failed.outcome);
+                let took = t.try_acquire(cause).is_some();
+                if took {
+                    *self.last_cost = CostClass::of(cause);
+                }
+                took
+            }
+            Budget::Grpc(g) => g.retry_allowed(),
+            Budget::Ratio(r) => r.try_withdraw(failed.now),
+            Budget::Concurrency(c) => c.retry_allowed(),
+        };
+        if allowed { Ok(()) } else { Err(FailReason::Budget) }
+    }
+}
+
+/// What a breaker records as a failed call: timeouts, connection errors, 5xx, 408 and 429. Other
+/// 4xx answers mean the service is up and said no: not its failure.
+pub fn is_failure(o: Outcome) -> bool {
+    match o {
+        Outcome::Success => false,
+        Outcome::Status(s) => !(400..500).contains(&s) || s == 408 || s == 429,
+        Outcome::Timeout | Outcome::ConnectionError => true,
+    }
+}
+
+/// What the SRE throttle counts as accepted by the backend: everything but overload answers
+/// (429, 503), timeouts and connection errors (Google SRE book ch. 21: the backend accepted the
+/// request when it did not reject it for overload).
+pub fn is_accepted(o: Outcome) -> bool {
+    !matches!(o, Outcome::Status(429 | 503) | Outcome::Timeout | Outcome::ConnectionError)
+}
+
+/// The token bucket's cost class of a failure (reference §1b: timeouts cost more; throttling
+/// errors cost less under AWS 2.1).
+pub fn retry_cause(o: Outcome) -> RetryCause {
+    match o {
+        Outcome::Timeout => RetryCause::Timeout,
+        Outcome::Status(429) => RetryCause::Throttling,
+        _ => RetryCause::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::breaker::BreakerWindow;
+    use rand::SeedableRng;
+
+    fn t(ms: u64) -> Instant {
+        Instant::from_ns(ms * 1_000_000)
+    }
+
+    fn failed(now: Instant, outcome: Outcome) -> FailedAttempt {
+        FailedAttempt { outcome, attempt: 1, k: 1, started: Instant::ZERO, now, retry_after: None }
+    }
+
+    fn gate(p: GateParams, clients: u32) -> Gate {
+        Gate::new(&p, clients, Xoshiro256PlusPlus::seed_from_u64(1))
+    }
+
+    #[test]
+    fn no_controls_is_empty_and_admits_everything() {
+        let mut g = Gate::none();
+        assert!(g.is_empty());
+        assert_eq!(g.admit(0, t(0), 1, false), Admit::Send);
+        let mut c = CostClass::NONE;
+        assert_eq!(g.client(0, &mut c).permit_retry(&failed(t(0), Outcome::Timeout)), Ok(()));
+    }
+
+    #[test]
+    fn a_token_bucket_takes_its_cost_and_refunds_it_on_success() {
+        let p = TokenBucketParams::AWS_STANDARD;
+        let mut g = gate(
+            GateParams { budget: Some((BudgetParams::TokenBucket(p), Scope::Shared)), ..Default::default() },
+            3,
+        );
+        // 500 tokens, 10 per retry after a timeout: 50 retries, then refused.
+        let mut granted = 0;
+        for i in 0..60 {
+            let mut c = CostClass::NONE;
+            if g.client(i % 3, &mut c).permit_retry(&failed(t(0), Outcome::Timeout)).is_ok() {
+                granted += 1;
+                assert_eq!(c.cause(), Some(RetryCause::Timeout));
+            }
+        }
+        assert_eq!(granted, 50);
+        let mut c = CostClass::NONE;
+        assert_eq!(
+            g.client(0, &mut c).permit_retry(&failed(t(0), Outcome::Status(503))),
+            Err(FailReason::Budget)
+        );
+        // A success after a timeout retry gives the 10 tokens back: one more retry of cost 5
+        // or 10 fits.
+        g.op_ended(1, true, CostClass::of(RetryCause::Timeout));
+        assert!(g.client(2, &mut c).permit_retry(&failed(t(0), Outcome::Timeout)).is_ok());
+    }
+
+    #[test]
+    fn per_client_budgets_are_separate() {
+        let p = TokenBucketParams { capacity: 10.0, retry_cost: 10.0, ..TokenBucketParams::AWS_STANDARD };
+        let mut g = gate(
+            GateParams { budget: Some((BudgetParams::TokenBucket(p), Scope::Client)), ..Default::default() },
+            2,
+        );
+        let mut c = CostClass::NONE;
+        let f = failed(t(0), Outcome::Status(503));
+        assert!(g.client(0, &mut c).permit_retry(&f).is_ok());
+        assert!(g.client(0, &mut c).permit_retry(&f).is_err(), "client 0 spent its bucket");
+        assert!(g.client(1, &mut c).permit_retry(&f).is_ok(), "client 1 still has its own");
+    }
+
+    #[test]
+    fn an_open_breaker_refuses_attempts_and_retries() {
+        let p = BreakerParams {
+            window: BreakerWindow::Count(4),
+            minimum_calls: 4,
+            open_for: Span::from_secs(1),
+            half_open_calls: 1,
+            ..BreakerParams::default()
+        };
+        let mut g = gate(GateParams { breaker: Some((p, Scope::Shared)), ..Default::default() }, 1);
+        for i in 0..4 {
+            assert_eq!(g.admit(0, t(i), 1, false), Admit::Send);
+            let a = Answered {
+                now: t(i),
+                attempt: 1,
+                outcome: Outcome::Timeout,
+                latency: Span::ZERO,
+                retryable: true,
+            };
+            g.answered(0, &a);
+        }
+        assert_eq!(g.admit(0, t(10), 1, false), Admit::Refuse(FailReason::Breaker));
+        let mut c = CostClass::NONE;
+        assert_eq!(
+            g.client(0, &mut c).permit_retry(&failed(t(10), Outcome::Timeout)),
+            Err(FailReason::Breaker)
+        );
+        // After open_for: one probe passes, the next is refused while it is out.
+        assert_eq!(g.admit(0, t(1_010), 1, false), Admit::Send);
+        assert_eq!(g.admit(0, t(1_011), 1, false), Admit::Refuse(FailReason::Breaker));
+    }
+
+    #[test]
+    fn the_sre_throttle_rejects_when_the_backend_rejects() {
+        let p = SreThrottleParams { k: 2.0, window: Span::from_secs(120) };
+        let mut g = gate(
+            GateParams { throttle: Some((ThrottleParams::Sre(p), Scope::Shared)), ..Default::default() },
+            1,
+        );
+        let mut refused = 0;
+        for i in 0..2000 {
+            match g.admit(0, t(i), 1, false) {
+                Admit::Send => {
+                    let a = Answered {
+                        now: t(i),
+                        attempt: 1,
+                        outcome: Outcome::Status(503),
+                        latency: Span::ZERO,
+                        retryable: true,
+                    };
+                    g.answered(0, &a);
+                }
+                Admit::Refuse(FailReason::Throttled) => refused += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        // Nothing is accepted, so p = requests / (requests + 1) -> 1: almost all refused.
+        assert!(refused > 1900, "{refused}");
+    }
+
+    #[test]
+    fn classifications() {
+        assert!(
+            is_failure(Outcome::Timeout)
+                && is_failure(Outcome::Status(503))
+                && is_failure(Outcome::Status(429))
+        );
+        assert!(
+            !is_failure(Outcome::Success)
+                && !is_failure(Outcome::Status(404))
+                && !is_failure(Outcome::Status(409))
+        );
+        assert!(
+            is_accepted(Outcome::Status(500))
+                && !is_accepted(Outcome::Status(503))
+                && !is_accepted(Outcome::Timeout)
+        );
+        assert_eq!(retry_cause(Outcome::Status(429)), RetryCause::Throttling);
+        assert_eq!(retry_cause(Outcome::Timeout), RetryCause::Timeout);
+        assert_eq!(retry_cause(Outcome::Status(503)), RetryCause::Other);
     }
 }
