@@ -148,7 +148,7 @@ impl Gate {
         });
         let breaker = params.breaker.as_ref().map(|(p, scope)| {
             // Per-client breakers share one copy of the parameters.
-            let shared = Rc::new(p.clone());
+            let shared = Rc::new(*p);
             Scoped::new(*scope, clients, || Breaker::new(Rc::clone(&shared)))
         });
         let throttle = params.throttle.map(|(t, scope)| {
