@@ -126,6 +126,9 @@ pub struct CheckArgs {
     /// Worker threads the run would use (for the memory estimate) [default: one per core].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Say what part I of N of the cells holds (as `run --shard I/N` would run).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -16,10 +16,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Raised by Ctrl-C: workers finish their run and the writer deletes its temporary files.
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// Parses `--shard I/N`.
+fn shard(arg: Option<&str>) -> Result<Option<Shard>, Error> {
+    arg.map(|s| Shard::parse(s).map_err(|reason| Error::Flag { flag: format!("--shard {s}"), reason }))
+        .transpose()
+}
+
 /// `retrysim check`: validate, warn, estimate.
 pub fn check(a: &CheckArgs) -> Result<(), Error> {
     let exp = load(&a.file, &a.overrides)?;
+    let shard = shard(a.shard.as_deref())?;
     warn(&a.file, &exp);
+    skipped(&exp);
+    if let Some(sh) = shard {
+        let cells = sweep::cells(&exp, Some(sh)).len();
+        println!(
+            "shard {sh}: {cells} cell(s) x {} run(s) = {} runs",
+            exp.runs,
+            cells as u64 * exp.runs as u64
+        );
+    }
     let runs = sweep::run_count(&exp, None);
     let strategies = exp.points[0].strategies.len();
     println!(
@@ -36,12 +52,10 @@ pub fn check(a: &CheckArgs) -> Result<(), Error> {
 /// `retrysim run`: run the cells (or one shard of them) and write the result folder.
 pub fn run(a: &RunArgs) -> Result<(), Error> {
     let exp = load(&a.file, &a.overrides)?;
-    let shard = a.shard.as_deref().map(Shard::parse).transpose().map_err(|reason| Error::Flag {
-        flag: format!("--shard {}", a.shard.as_deref().unwrap_or_default()),
-        reason,
-    })?;
+    let shard = shard(a.shard.as_deref())?;
     if !a.quiet {
         warn(&a.file, &exp);
+        skipped(&exp);
     }
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&exp.name));
     if a.resume && is_complete(&out, &exp, shard) {
@@ -207,6 +221,15 @@ fn is_complete(dir: &Path, exp: &Experiment, shard: Option<Shard>) -> bool {
     let Ok(bytes) = std::fs::read(dir.join(Manifest::FILE)) else { return false };
     let Ok(m) = Manifest::parse(&bytes) else { return false };
     m == Manifest::of(exp, shard)
+}
+
+/// Lists on stderr the sweep points that `[sweep] skip_invalid` left out.
+fn skipped(exp: &Experiment) {
+    for s in &exp.skipped {
+        let at: Vec<String> =
+            exp.sweep_keys.iter().zip(&s.values).map(|(k, v)| format!("{k} = {v}")).collect();
+        eprintln!("skipped sweep point ({}): {}", at.join(", "), s.reason);
+    }
 }
 
 /// Prints the setup's warnings (valid, but testing less than it seems) on stderr.

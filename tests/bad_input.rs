@@ -163,6 +163,42 @@ fn cases() -> Vec<Case> {
             stderr: &["client.timeout", "duration"],
         },
         Case {
+            what: "a ratio budget with a negative ratio",
+            text: valid(),
+            args: &["--set", "strategies.fj.budget={ kind = \"ratio\", ratio = -0.1 }"],
+            stderr: &["strategies.fj.budget.ratio", "outside [0, 1000]"],
+        },
+        Case {
+            what: "a token bucket of capacity 0",
+            text: valid(),
+            args: &["--set", "strategies.fj.budget={ kind = \"token-bucket\", capacity = 0 }"],
+            stderr: &["strategies.fj.budget.capacity", "> 0"],
+        },
+        Case {
+            what: "an unknown preset",
+            text: replaced("name = \"fj\"", "name = \"fj\"\npreset = \"envoi\""),
+            args: &[],
+            stderr: &["strategies.fj.preset", "did you mean \"envoy\"", "aws-standard"],
+        },
+        Case {
+            what: "a breaker threshold outside [0, 1]",
+            text: valid(),
+            args: &["--set", "strategies.fj.breaker={ failure_rate = 1.5 }"],
+            stderr: &["strategies.fj.breaker.failure_rate", "outside (0, 1]"],
+        },
+        Case {
+            what: "--shard 0/3",
+            text: valid(),
+            args: &["--shard", "0/3"],
+            stderr: &["--shard 0/3", "between 1 and N"],
+        },
+        Case {
+            what: "--shard 4/3",
+            text: valid(),
+            args: &["--shard", "4/3"],
+            stderr: &["--shard 4/3", "between 1 and N"],
+        },
+        Case {
             what: "swept key that does not exist",
             text: format!("{VALID}[sweep]\n\"server.concurency\" = [1, 2]\n"),
             args: &[],
@@ -221,4 +257,18 @@ fn the_valid_file_passes_check() {
         .expect("the binary runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!tmp.path().join("results").exists(), "check writes nothing");
+}
+
+#[test]
+fn plot_refuses_a_folder_that_is_not_a_result() {
+    let tmp = tempfile::tempdir().expect("a temporary folder");
+    std::fs::write(tmp.path().join("notes.txt"), "not a result").unwrap();
+    let output = cargo_bin_cmd!("retrysim").arg("plot").arg(tmp.path()).output().expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not a retrysim result folder") && stderr.contains("summary.csv"), "{stderr}");
+    assert!(
+        !tmp.path().join("report.html").exists() && !tmp.path().join("charts").exists(),
+        "nothing is written"
+    );
 }
