@@ -36,6 +36,8 @@ pub fn check(a: &CheckArgs) -> Result<(), Error> {
             cells as u64 * exp.runs as u64
         );
     }
+    let threads = a.threads.map(usize::from).unwrap_or_else(default_threads);
+    let cost = afford(&a.file, &exp, threads)?;
     let runs = sweep::run_count(&exp, None);
     let strategies = exp.points[0].strategies.len();
     println!(
@@ -46,7 +48,41 @@ pub fn check(a: &CheckArgs) -> Result<(), Error> {
         if strategies == 1 { "y" } else { "ies" },
         exp.runs
     );
+    println!(
+        "per run (the largest point): about {:.0} operations, {:.0} to {:.0} events, {} peak memory; {} on {threads} thread(s)",
+        cost.ops_per_run,
+        cost.events_per_run.0,
+        cost.events_per_run.1,
+        experiment::cost::mb(cost.bytes_per_run),
+        experiment::cost::mb(cost.peak_bytes),
+    );
     Ok(())
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The cost estimate, refused (exit 2, naming the key that drives it) when it exceeds the
+/// machine's memory.
+fn afford(file: &Path, exp: &Experiment, threads: usize) -> Result<experiment::cost::Cost, Error> {
+    let cost = experiment::cost::estimate(exp, threads);
+    if let Some(total) = experiment::cost::machine_memory()
+        && cost.peak_bytes > total
+    {
+        return Err(experiment::ConfigError::InvalidValue {
+            origin: file.display().to_string(),
+            key: cost.driver.to_owned(),
+            reason: format!(
+                "a run would need about {} of memory ({} per run x {threads} thread(s)), more than this machine's {}; lower it, or run on fewer threads (--threads)",
+                experiment::cost::mb(cost.peak_bytes),
+                experiment::cost::mb(cost.bytes_per_run),
+                experiment::cost::mb(total)
+            ),
+        }
+        .into());
+    }
+    Ok(cost)
 }
 
 /// `retrysim run`: run the cells (or one shard of them) and write the result folder.
@@ -64,10 +100,8 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
         }
         return Ok(());
     }
-    let threads = a
-        .threads
-        .map(usize::from)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let threads = a.threads.map(usize::from).unwrap_or_else(default_threads);
+    afford(&a.file, &exp, threads)?;
     // A second Ctrl-C (or one before the handler is set) ends the process the usual way.
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
 

@@ -187,6 +187,12 @@ fn cases() -> Vec<Case> {
             stderr: &["strategies.fj.breaker.failure_rate", "outside (0, 1]"],
         },
         Case {
+            what: "a run that cannot fit in memory",
+            text: valid(),
+            args: &["--set", "workload.clients=100000000", "--threads", "64"],
+            stderr: &["`workload.clients`", "more than this machine's", "--threads"],
+        },
+        Case {
             what: "--shard 0/3",
             text: valid(),
             args: &["--shard", "0/3"],
