@@ -28,6 +28,7 @@
 //! [`Instant`] where it matters ([`RatioBudget`]).
 
 use crate::engine::{Instant, Span};
+use std::borrow::Borrow;
 
 /// Why an attempt failed, as far as budgets care: the gate maps a timeout (or a lost answer)
 /// to [`RetryCause::Timeout`], a 429 to [`RetryCause::Throttling`], and every other retryable
@@ -114,21 +115,25 @@ impl TokenBucketParams {
 ///
 /// In a total outage a full bucket of 500 tokens at cost 5 allows exactly 100 retries, then
 /// none until successes come back; with `scope = "shared"` the whole fleet shares those.
+///
+/// The bucket owns its parameters or shares them (`&TokenBucketParams`, `Rc`): a million
+/// per-client buckets then hold one pointer and their tokens each.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TokenBucket {
-    params: TokenBucketParams,
+pub struct TokenBucket<P: Borrow<TokenBucketParams> = TokenBucketParams> {
+    params: P,
     tokens: f64,
 }
 
-impl TokenBucket {
+impl<P: Borrow<TokenBucketParams>> TokenBucket<P> {
     /// A full bucket.
-    pub fn new(params: TokenBucketParams) -> TokenBucket {
-        TokenBucket { params, tokens: params.capacity }
+    pub fn new(params: P) -> TokenBucket<P> {
+        let tokens = params.borrow().capacity;
+        TokenBucket { params, tokens }
     }
 
     /// The parameters it was made with.
     pub fn params(&self) -> &TokenBucketParams {
-        &self.params
+        self.params.borrow()
     }
 
     /// Tokens left.
@@ -143,7 +148,7 @@ impl TokenBucket {
     /// is refused).
     #[inline]
     pub fn try_acquire(&mut self, cause: RetryCause) -> Option<f64> {
-        let cost = self.params.cost(cause);
+        let cost = self.params().cost(cause);
         if self.tokens < cost {
             return None;
         }
@@ -156,8 +161,9 @@ impl TokenBucket {
     /// Call it once per successful operation, never after a failure.
     #[inline]
     pub fn on_success(&mut self, last_cost: Option<f64>) {
-        let refund = last_cost.unwrap_or(self.params.success_refund);
-        self.tokens = (self.tokens + refund).min(self.params.capacity);
+        let p = self.params.borrow();
+        let refund = last_cost.unwrap_or(p.success_refund);
+        self.tokens = (self.tokens + refund).min(p.capacity);
     }
 }
 

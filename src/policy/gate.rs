@@ -84,16 +84,18 @@ pub struct GateParams {
     pub throttle: Option<(ThrottleParams, Scope)>,
 }
 
+/// A budget of each kind, per client or shared: one vector per kind, so that a million
+/// per-client buckets cost what a bucket costs, not what the largest kind costs.
 enum Budget {
-    TokenBucket(TokenBucket),
-    Grpc(GrpcThrottle),
-    Ratio(RatioBudget),
-    Concurrency(ConcurrencyBudget),
+    TokenBucket(Scoped<TokenBucket<Rc<TokenBucketParams>>>),
+    Grpc(Scoped<GrpcThrottle>),
+    Ratio(Scoped<RatioBudget>),
+    Concurrency(Scoped<ConcurrencyBudget>),
 }
 
 enum Throttle {
-    Sre(SreThrottle),
-    AwsAdaptive(AwsAdaptive),
+    Sre(Scoped<SreThrottle>),
+    AwsAdaptive(Scoped<AwsAdaptive>),
 }
 
 /// One control shared by all clients, or one per client.
@@ -121,9 +123,9 @@ impl<T> Scoped<T> {
 
 /// One strategy's controls for every client of a run.
 pub struct Gate {
-    budget: Option<Scoped<Budget>>,
+    budget: Option<Budget>,
     breaker: Option<Scoped<Breaker<Rc<BreakerParams>>>>,
-    throttle: Option<Scoped<Throttle>>,
+    throttle: Option<Throttle>,
     /// The SRE throttle's rejection draws.
     rng: Xoshiro256PlusPlus,
 }
@@ -138,24 +140,29 @@ impl Gate {
     /// rejections.
     pub fn new(params: &GateParams, clients: u32, rng: Xoshiro256PlusPlus) -> Gate {
         let start = Instant::ZERO;
-        let budget = params.budget.map(|(b, scope)| {
-            Scoped::new(scope, clients, || match b {
-                BudgetParams::TokenBucket(p) => Budget::TokenBucket(TokenBucket::new(p)),
-                BudgetParams::Grpc(p) => Budget::Grpc(GrpcThrottle::new(p)),
-                BudgetParams::Ratio(p) => Budget::Ratio(RatioBudget::new(p, start)),
-                BudgetParams::Concurrency(p) => Budget::Concurrency(ConcurrencyBudget::new(p)),
-            })
+        let budget = params.budget.map(|(b, scope)| match b {
+            BudgetParams::TokenBucket(p) => {
+                let shared = Rc::new(p);
+                Budget::TokenBucket(Scoped::new(scope, clients, || TokenBucket::new(Rc::clone(&shared))))
+            }
+            BudgetParams::Grpc(p) => Budget::Grpc(Scoped::new(scope, clients, || GrpcThrottle::new(p))),
+            BudgetParams::Ratio(p) => {
+                Budget::Ratio(Scoped::new(scope, clients, || RatioBudget::new(p, start)))
+            }
+            BudgetParams::Concurrency(p) => {
+                Budget::Concurrency(Scoped::new(scope, clients, || ConcurrencyBudget::new(p)))
+            }
         });
         let breaker = params.breaker.as_ref().map(|(p, scope)| {
             // Per-client breakers share one copy of the parameters.
             let shared = Rc::new(*p);
             Scoped::new(*scope, clients, || Breaker::new(Rc::clone(&shared)))
         });
-        let throttle = params.throttle.map(|(t, scope)| {
-            Scoped::new(scope, clients, || match t {
-                ThrottleParams::Sre(p) => Throttle::Sre(SreThrottle::new(p)),
-                ThrottleParams::AwsAdaptive => Throttle::AwsAdaptive(AwsAdaptive::new(start)),
-            })
+        let throttle = params.throttle.map(|(t, scope)| match t {
+            ThrottleParams::Sre(p) => Throttle::Sre(Scoped::new(scope, clients, || SreThrottle::new(p))),
+            ThrottleParams::AwsAdaptive => {
+                Throttle::AwsAdaptive(Scoped::new(scope, clients, || AwsAdaptive::new(start)))
+            }
         });
         Gate { budget, breaker, throttle, rng }
     }
@@ -169,10 +176,8 @@ impl Gate {
     /// An operation of `client` starts.
     #[inline]
     pub fn op_started(&mut self, client: u32, now: Instant) {
-        if let Some(b) = &mut self.budget
-            && let Budget::Ratio(r) = b.get(client)
-        {
-            r.deposit(now);
+        if let Some(Budget::Ratio(r)) = &mut self.budget {
+            r.get(client).deposit(now);
         }
     }
 
@@ -180,31 +185,27 @@ impl Gate {
     /// `paid`: the adaptive limiter's wait for this attempt has already been served.
     #[inline]
     pub fn admit(&mut self, client: u32, now: Instant, attempt: u32, paid: bool) -> Admit {
-        if let Some(t) = &mut self.throttle {
-            match t.get(client) {
-                Throttle::AwsAdaptive(a) if !paid => {
-                    let wait = a.acquire(now);
-                    if !wait.is_zero() {
-                        return Admit::Wait(wait);
-                    }
-                }
-                Throttle::AwsAdaptive(_) => {}
-                Throttle::Sre(s) => {
-                    if !s.admit(now, u01(&mut self.rng)) {
-                        return Admit::Refuse(FailReason::Throttled);
-                    }
+        match &mut self.throttle {
+            Some(Throttle::AwsAdaptive(a)) if !paid => {
+                let wait = a.get(client).acquire(now);
+                if !wait.is_zero() {
+                    return Admit::Wait(wait);
                 }
             }
+            Some(Throttle::Sre(s)) => {
+                if !s.get(client).admit(now, u01(&mut self.rng)) {
+                    return Admit::Refuse(FailReason::Throttled);
+                }
+            }
+            _ => {}
         }
         if let Some(b) = &mut self.breaker
             && !b.get(client).try_acquire(now)
         {
             return Admit::Refuse(FailReason::Breaker);
         }
-        if let Some(b) = &mut self.budget
-            && let Budget::Concurrency(c) = b.get(client)
-        {
-            c.attempt_started(attempt > 1);
+        if let Some(Budget::Concurrency(c)) = &mut self.budget {
+            c.get(client).attempt_started(attempt > 1);
         }
         Admit::Send
     }
@@ -215,24 +216,19 @@ impl Gate {
         if let Some(b) = &mut self.breaker {
             b.get(client).on_result(a.now, is_failure(a.outcome), a.latency);
         }
-        if let Some(t) = &mut self.throttle {
-            match t.get(client) {
-                Throttle::Sre(s) => {
-                    if is_accepted(a.outcome) {
-                        s.on_accept(a.now);
-                    }
-                }
-                Throttle::AwsAdaptive(ad) => ad.on_response(a.now, a.outcome == Outcome::Status(429)),
+        match &mut self.throttle {
+            Some(Throttle::Sre(s)) if is_accepted(a.outcome) => s.get(client).on_accept(a.now),
+            Some(Throttle::AwsAdaptive(ad)) => {
+                ad.get(client).on_response(a.now, a.outcome == Outcome::Status(429))
             }
+            _ => {}
         }
-        if let Some(b) = &mut self.budget {
-            match b.get(client) {
-                // gRFC A6: successes add token_ratio; only retryable failures count.
-                Budget::Grpc(g) if a.outcome == Outcome::Success => g.record_success(),
-                Budget::Grpc(g) if a.retryable => g.record_failure(),
-                Budget::Concurrency(c) => c.attempt_ended(a.attempt > 1),
-                _ => {}
-            }
+        match &mut self.budget {
+            // gRFC A6: successes add token_ratio; only retryable failures count.
+            Some(Budget::Grpc(g)) if a.outcome == Outcome::Success => g.get(client).record_success(),
+            Some(Budget::Grpc(g)) if a.retryable => g.get(client).record_failure(),
+            Some(Budget::Concurrency(c)) => c.get(client).attempt_ended(a.attempt > 1),
+            _ => {}
         }
     }
 
@@ -240,10 +236,8 @@ impl Gate {
     /// tokens ([`CostClass`]).
     #[inline]
     pub fn op_ended(&mut self, client: u32, success: bool, last_cost: CostClass) {
-        if success
-            && let Some(b) = &mut self.budget
-            && let Budget::TokenBucket(t) = b.get(client)
-        {
+        if success && let Some(Budget::TokenBucket(t)) = &mut self.budget {
+            let t = t.get(client);
             let cost = last_cost.cause().map(|c| t.params().cost(c));
             t.on_success(cost);
         }
@@ -302,18 +296,18 @@ impl RetryPermission for ClientGate<'_> {
             return Err(FailReason::Breaker);
         }
         let Some(b) = &mut g.budget else { return Ok(()) };
-        let allowed = match b.get(self.client) {
+        let allowed = match b {
             Budget::TokenBucket(t) => {
                 let cause = retry_cause(failed.outcome);
-                let took = t.try_acquire(cause).is_some();
+                let took = t.get(self.client).try_acquire(cause).is_some();
                 if took {
                     *self.last_cost = CostClass::of(cause);
                 }
                 took
             }
-            Budget::Grpc(g) => g.retry_allowed(),
-            Budget::Ratio(r) => r.try_withdraw(failed.now),
-            Budget::Concurrency(c) => c.retry_allowed(),
+            Budget::Grpc(g) => g.get(self.client).retry_allowed(),
+            Budget::Ratio(r) => r.get(self.client).try_withdraw(failed.now),
+            Budget::Concurrency(c) => c.get(self.client).retry_allowed(),
         };
         if allowed { Ok(()) } else { Err(FailReason::Budget) }
     }
