@@ -192,10 +192,9 @@ impl Gate {
                     return Admit::Wait(wait);
                 }
             }
-            Some(Throttle::Sre(s)) => {
-                if !s.get(client).admit(now, u01(&mut self.rng)) {
-                    return Admit::Refuse(FailReason::Throttled);
-                }
+            // `admit` counts the request whatever it answers (a refused request still counts).
+            Some(Throttle::Sre(s)) if !s.get(client).admit(now, u01(&mut self.rng)) => {
+                return Admit::Refuse(FailReason::Throttled);
             }
             _ => {}
         }
