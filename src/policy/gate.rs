@@ -185,18 +185,19 @@ impl Gate {
     /// `paid`: the adaptive limiter's wait for this attempt has already been served.
     #[inline]
     pub fn admit(&mut self, client: u32, now: Instant, attempt: u32, paid: bool) -> Admit {
-        match &mut self.throttle {
-            Some(Throttle::AwsAdaptive(a)) if !paid => {
-                let wait = a.get(client).acquire(now);
-                if !wait.is_zero() {
-                    return Admit::Wait(wait);
-                }
+        if !paid
+            && let Some(Throttle::AwsAdaptive(a)) = &mut self.throttle
+        {
+            let wait = a.get(client).acquire(now);
+            if !wait.is_zero() {
+                return Admit::Wait(wait);
             }
-            // `admit` counts the request whatever it answers (a refused request still counts).
-            Some(Throttle::Sre(s)) if !s.get(client).admit(now, u01(&mut self.rng)) => {
-                return Admit::Refuse(FailReason::Throttled);
-            }
-            _ => {}
+        }
+        // `admit` counts the request whatever it answers (a refused request still counts).
+        if let Some(Throttle::Sre(s)) = &mut self.throttle
+            && !s.get(client).admit(now, u01(&mut self.rng))
+        {
+            return Admit::Refuse(FailReason::Throttled);
         }
         if let Some(b) = &mut self.breaker
             && !b.get(client).try_acquire(now)
