@@ -91,10 +91,10 @@ fn check_accepts_the_shipped_experiments_and_writes_nothing() {
         assert!(out.contains("ok"), "{name}: {out}");
     }
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "check ran or wrote something");
-    // retry-storm: 1 point x 6 strategies x 20 runs; --runs and --set are applied before checking.
+    // retry-storm: 1 point x 11 strategies x 20 runs; --runs and --set are applied before checking.
     let out = stdout(retrysim().args(["check", "--runs", "3"]).arg(experiment("retry-storm.toml")));
     let numbers: Vec<&str> = out.split(|c: char| !c.is_ascii_digit()).filter(|t| !t.is_empty()).collect();
-    assert!(numbers.contains(&"18"), "6 strategies x 3 runs: {out}");
+    assert!(numbers.contains(&"33"), "11 strategies x 3 runs: {out}");
 }
 
 #[test]
@@ -109,16 +109,27 @@ fn run_writes_one_row_per_cell_with_the_runs_and_seed_asked_for() {
     assert!(stdout.contains("runs.csv") && stdout.contains("summary.csv"), "{stdout}");
     assert!(!stdout.contains("events"), "statistics only with --stats: {stdout}");
 
-    // 2 x 2 points x 6 strategies x 3 runs; the sweep columns come first, in --set order, the
+    // 2 x 2 points x 11 strategies x 3 runs; the sweep columns come first, in --set order, the
     // last key varying fastest.
-    let (points, strategies, n) = (4, 6, 3);
+    let (points, strategies, n) = (4, 11, 3);
     assert_eq!(&runs.header[..5], ["workload.rate", "server.concurrency", "strategy", "run", "seed"]);
     assert_eq!(runs.rows.len(), points * strategies * n);
     assert_eq!(&summary.header[..4], ["workload.rate", "server.concurrency", "strategy", "runs"]);
     assert_eq!(summary.rows.len(), points * strategies);
     let expected_points = [("500.0", "100"), ("500.0", "140"), ("900.0", "100"), ("900.0", "140")];
-    let names =
-        ["immediate", "constant", "exponential", "full-jitter", "equal-jitter", "decorrelated-jitter"];
+    let names = [
+        "immediate",
+        "constant",
+        "exponential",
+        "full-jitter",
+        "equal-jitter",
+        "decorrelated-jitter",
+        "jitter+token-bucket",
+        "jitter+ratio",
+        "jitter+ratio-shared",
+        "jitter+breaker",
+        "jitter+breaker-fast",
+    ];
     for (i, row) in runs.rows.iter().enumerate() {
         let p = i / (strategies * n);
         let s = i / n % strategies;
@@ -202,11 +213,12 @@ fn run_defaults_to_results_slash_name_and_stats_prints_statistics() {
         dir.join("runs.csv").is_file() && dir.join("summary.csv").is_file(),
         "results/<name>/ by default"
     );
-    assert_eq!(Table::read(&dir.join("runs.csv")).rows.len(), 6);
+    assert_eq!(Table::read(&dir.join("runs.csv")).rows.len(), 11);
     let stdout = String::from_utf8(out.stdout).unwrap();
     // The wording is free; the statistics name the events and their rate.
     assert!(stdout.contains("events") && stdout.contains("/s"), "--stats prints statistics: {stdout}");
-    // DESIGN §8: a progress bar on a terminal, nothing on a pipe.
+    // DESIGN §8: a progress bar on a terminal; on a pipe a line every few seconds, and this
+    // run is shorter than that.
     assert!(out.stderr.is_empty(), "stderr on a pipe: {}", String::from_utf8_lossy(&out.stderr));
 }
 

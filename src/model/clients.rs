@@ -65,7 +65,17 @@ pub struct Clients {
 }
 
 impl Clients {
-    pub fn new(workload: &Workload, policy: RetryPolicy, gate: Gate, run_seed: u64) -> Clients {
+    /// `with_extra`: keep per-operation ids (idempotency keys); backoff resets (gRPC
+    /// pushback) need them too and are added here.
+    pub fn new(
+        workload: &Workload,
+        policy: RetryPolicy,
+        gate: Gate,
+        run_seed: u64,
+        with_extra: bool,
+    ) -> Clients {
+        let with_extra =
+            with_extra || matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::GrpcPushback);
         // Streams nobody reads are not made.
         let jitter_root = policy.backoff.is_random().then(|| derive(run_seed, Stream::Jitter as u64));
         let (remaining, think, capacity) = match *workload {
@@ -75,7 +85,7 @@ impl Clients {
             Workload::Open { .. } => (Vec::new(), Span::ZERO, 1024),
         };
         Clients {
-            ops: OpTable::with_capacity(capacity),
+            ops: OpTable::with_capacity(capacity, with_extra),
             policy,
             gate,
             jitter_root,
@@ -130,8 +140,7 @@ impl Clients {
         }
         let op = self.ops.get(slot);
         op.attempts += 1;
-        op.waiting_for = op.attempts;
-        op.sent_at = now;
+        op.sent(now);
         let a = Attempt { number: op.attempts, gives_up_at: self.policy.gives_up_at(op.started, now) };
         rec.call_sent(now);
         Sent::Attempt(a)
@@ -141,7 +150,7 @@ impl Clients {
     #[inline]
     pub fn is_waiting(&mut self, slot: u32, attempt: u32) -> bool {
         let op = self.ops.get(slot);
-        !op.ended && op.waiting_for == attempt
+        !op.ended && op.waiting && op.attempts == attempt
     }
 
     /// The attempt the client was waiting for succeeded at `now`: the operation succeeded.
@@ -171,12 +180,13 @@ impl Clients {
         rec: &mut RunRecorder,
     ) -> AfterFailure {
         self.tell_gate(slot, outcome, now);
+        let backoff_from = if self.ops.has_extra() { self.ops.extra(slot).backoff_from } else { 0 };
         let op = self.ops.get(slot);
-        op.waiting_for = 0;
+        op.waiting = false;
         let failed = FailedAttempt {
             outcome,
             attempt: op.attempts,
-            k: op.attempts - op.backoff_from,
+            k: op.attempts - backoff_from,
             started: op.started,
             now,
             retry_after,
@@ -185,8 +195,9 @@ impl Clients {
         match self.policy.after_failure(&failed, &mut op.backoff, &mut controls, &mut op.jitter) {
             Decision::Retry { delay, reset_backoff } => {
                 if reset_backoff {
-                    op.backoff_from = op.attempts;
                     op.backoff = self.policy.backoff.initial_state();
+                    let attempts = op.attempts;
+                    self.ops.extra(slot).backoff_from = attempts;
                 }
                 AfterFailure::Retry(delay)
             }
@@ -202,7 +213,7 @@ impl Clients {
         }
         let op = self.ops.get(slot);
         let retryable = self.policy.retry_on.retries(outcome);
-        let a = Answered { now, attempt: op.attempts, outcome, latency: now.since(op.sent_at), retryable };
+        let a = Answered { now, attempt: op.attempts, outcome, latency: now.since(op.sent_at()), retryable };
         let client = op.client;
         self.gate.answered(client, &a);
     }

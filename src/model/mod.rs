@@ -68,6 +68,7 @@ pub fn simulate_with<C: QueueChoice>(
         build::retry_policy(strategy),
         build::gate(strategy, workload.clients(), run_seed),
         run_seed,
+        strategy.policy.idempotency != crate::experiment::IdempotencyMode::None,
     );
     let horizon = crate::engine::Instant::ZERO + spec.horizon.span();
     let series = TimeSeries::new(spec.output.bucket.span(), horizon);

@@ -6,62 +6,80 @@ use crate::policy::BackoffState;
 use crate::policy::gate::CostClass;
 use rand_xoshiro::SplitMix64;
 
-/// One logical operation in flight (64 bytes, one cache line: all an event touches).
+/// One logical operation in flight: 48 bytes, so that every event touches one cache line and
+/// a million-client herd stays small. What only some features need lives in [`OpExtra`].
 #[derive(Clone, Debug)]
 pub struct Op {
     pub started: Instant,
-    /// When its latest attempt was sent.
-    pub sent_at: Instant,
+    pub backoff: BackoffState,
+    /// This operation's jitter stream.
+    pub jitter: SplitMix64,
     /// The client process the operation belongs to (its jitter stream, its controls).
     pub client: u32,
     /// Attempts sent so far.
     pub attempts: u32,
-    /// The attempt whose answer the client is waiting for; 0 = not waiting (backing off, or
-    /// ended).
-    pub waiting_for: u32,
     /// Times a server executed this operation's side effect.
     pub executions: u32,
     /// Events and server-held requests that still point at this slot; the slot is freed when
     /// the operation has ended and nothing points at it.
     pub refs: u32,
-    /// How many operations this slot held before this one: with the slot, the operation's
-    /// unique id ([`OpTable::id`]).
-    generation: u32,
+    /// When the latest attempt was sent, in microseconds after `started` (saturating at about
+    /// 71 minutes): the attempt's latency for breakers' slow calls, at microsecond precision.
+    pub sent_us: u32,
     pub ended: bool,
+    /// The client waits for the answer to attempt number `attempts` (not: backing off, or
+    /// ended).
+    pub waiting: bool,
     /// The client-side rate limiter already delayed the next attempt: do not charge it again.
     pub wait_paid: bool,
     /// The kind of tokens the operation's last retry took from a token bucket: refunded on
     /// success.
     pub last_cost: CostClass,
+}
+
+// Every event touches one operation: keep it to one cache line, and small.
+const _: () = assert!(std::mem::size_of::<Op>() == 48);
+
+/// What only some runs need per operation, in a side table that is empty otherwise.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpExtra {
+    /// How many operations this slot held before this one: with the slot, the operation's
+    /// unique id ([`OpTable::id`], idempotency keys).
+    generation: u32,
     /// Attempts before the backoff was last reset (a gRPC pushback): the next retry is number
     /// `attempts - backoff_from` for the backoff's formula.
     pub backoff_from: u32,
-    pub backoff: BackoffState,
-    /// This operation's jitter stream.
-    pub jitter: SplitMix64,
 }
-
-// Every event touches one operation: keep it to one cache line.
-const _: () = assert!(std::mem::size_of::<Op>() <= 64);
 
 impl Op {
     pub fn new(started: Instant, client: u32, backoff: BackoffState, jitter: SplitMix64) -> Op {
         Op {
             started,
-            sent_at: started,
-            client,
-            attempts: 0,
-            waiting_for: 0,
-            executions: 0,
-            refs: 0,
-            generation: 0,
-            ended: false,
-            wait_paid: false,
-            last_cost: CostClass::NONE,
-            backoff_from: 0,
             backoff,
             jitter,
+            client,
+            attempts: 0,
+            executions: 0,
+            refs: 0,
+            sent_us: 0,
+            ended: false,
+            waiting: false,
+            wait_paid: false,
+            last_cost: CostClass::NONE,
         }
+    }
+
+    /// Records that the attempt just counted in `attempts` was sent at `now`.
+    #[inline]
+    pub fn sent(&mut self, now: Instant) {
+        self.waiting = true;
+        self.sent_us = (now.since(self.started).as_ns() / 1_000).min(u32::MAX as u64) as u32;
+    }
+
+    /// When the latest attempt was sent (at microsecond precision).
+    #[inline]
+    pub fn sent_at(&self) -> Instant {
+        self.started + crate::engine::Span::from_ns(self.sent_us as u64 * 1_000)
     }
 }
 
@@ -69,36 +87,60 @@ impl Op {
 #[derive(Default)]
 pub struct OpTable {
     slots: Vec<Op>,
+    /// One [`OpExtra`] per slot when the run needs them, else empty.
+    extra: Vec<OpExtra>,
+    with_extra: bool,
     free: Vec<u32>,
 }
 
 impl OpTable {
-    pub fn with_capacity(n: usize) -> OpTable {
-        OpTable { slots: Vec::with_capacity(n), free: Vec::new() }
+    /// A table for about `n` live operations; `with_extra`: keep an [`OpExtra`] per slot
+    /// (operation ids for idempotency keys, backoff resets).
+    pub fn with_capacity(n: usize, with_extra: bool) -> OpTable {
+        OpTable { slots: Vec::with_capacity(n), extra: Vec::new(), with_extra, free: Vec::new() }
     }
 
     /// Stores a new operation and returns its slot.
     #[inline]
-    pub fn insert(&mut self, mut op: Op) -> u32 {
+    pub fn insert(&mut self, op: Op) -> u32 {
         match self.free.pop() {
             Some(i) => {
-                op.generation = self.slots[i as usize].generation.wrapping_add(1);
                 self.slots[i as usize] = op;
+                if self.with_extra {
+                    let e = &mut self.extra[i as usize];
+                    *e = OpExtra { generation: e.generation.wrapping_add(1), backoff_from: 0 };
+                }
                 i
             }
             None => {
                 self.slots.push(op);
+                if self.with_extra {
+                    self.extra.push(OpExtra::default());
+                }
                 (self.slots.len() - 1) as u32
             }
         }
     }
 
+    /// The side data of `slot` (a table made `with_extra`).
+    #[inline]
+    pub fn extra(&mut self, slot: u32) -> &mut OpExtra {
+        &mut self.extra[slot as usize]
+    }
+
+    /// Whether the table keeps [`OpExtra`]s.
+    #[inline]
+    pub fn has_extra(&self) -> bool {
+        self.with_extra
+    }
+
     /// The unique id of the operation in `slot` within its run (for idempotency keys): the
     /// slot and how many operations it held before, so ids are never reused while the event
-    /// that carries the slot stays 4 bytes.
+    /// that carries the slot stays 4 bytes. Unique only in a table made `with_extra`.
     #[inline]
     pub fn id(&self, slot: u32) -> u64 {
-        ((self.slots[slot as usize].generation as u64) << 32) | slot as u64
+        let generation = self.extra.get(slot as usize).map_or(0, |e| e.generation);
+        ((generation as u64) << 32) | slot as u64
     }
 
     #[inline]
@@ -139,7 +181,7 @@ impl OpTable {
     pub fn end(&mut self, slot: u32) {
         let op = &mut self.slots[slot as usize];
         op.ended = true;
-        op.waiting_for = 0;
+        op.waiting = false;
         if op.refs == 0 {
             self.free.push(slot);
         }
@@ -179,7 +221,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_across_slot_reuse() {
-        let mut t = OpTable::default();
+        let mut t = OpTable::with_capacity(1, true);
         let mut ids = Vec::new();
         for _ in 0..100 {
             let s = t.insert(op());

@@ -185,9 +185,7 @@ impl Gate {
     /// `paid`: the adaptive limiter's wait for this attempt has already been served.
     #[inline]
     pub fn admit(&mut self, client: u32, now: Instant, attempt: u32, paid: bool) -> Admit {
-        if !paid
-            && let Some(Throttle::AwsAdaptive(a)) = &mut self.throttle
-        {
+        if !paid && let Some(Throttle::AwsAdaptive(a)) = &mut self.throttle {
             let wait = a.get(client).acquire(now);
             if !wait.is_zero() {
                 return Admit::Wait(wait);
