@@ -64,8 +64,8 @@ install_packages() {
   command -v apt-get >/dev/null || die "${missing[*]} missing and no apt-get to install them"
   log "installing ${missing[*]} (apt-get)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2
-  apt-get install -y -qq "${missing[@]}" >&2
+  apt-get update -qq >&2 9>&-
+  apt-get install -y -qq "${missing[@]}" >&2 9>&-
 }
 
 # The node line: this machine's topology from `slurmd -C` when it agrees with nproc (the CPUs
@@ -145,17 +145,18 @@ start_munged() {
   rm -f "$MUNGE_RUN/munged.pid" "$MUNGE_RUN"/munge.socket.2*
   log "starting munged"
   # It warns that its log file belongs to munge, not root: harmless.
-  munged --force </dev/null >>/var/log/munge/munged.stderr 2>&1 ||
+  munged --force </dev/null >>/var/log/munge/munged.stderr 2>&1 9>&- ||
     die "munged did not start: $(tail -n 5 /var/log/munge/munged.log 2>/dev/null)"
 }
 
 # start_daemon NAME: starts slurmctld or slurmd unless it runs; both put themselves in the
-# background.
+# background. Daemons get no standard streams of ours (a caller reading our output would wait
+# for them) and not the lock's descriptor 9 (they would hold the lock for good).
 start_daemon() {
   local name=$1 i
   "${name}_pid" >/dev/null && return 0
   log "starting $name"
-  "$name" </dev/null >>"$LOGS/$name.stderr" 2>&1 ||
+  "$name" </dev/null >>"$LOGS/$name.stderr" 2>&1 9>&- ||
     die "$name did not start; see $LOGS/$name.log: $(tail -n 5 "$LOGS/$name.log" 2>/dev/null)"
   for ((i = 0; i < 50; i++)); do
     "${name}_pid" >/dev/null && return 0
@@ -165,12 +166,16 @@ start_daemon() {
 }
 
 stop_daemons() {
-  local name pid i
+  local name pid i entry pids=()
+  for name in slurmctld slurmd munged; do
+    pid=$("${name}_pid") && pids+=("$name:$pid")
+  done
+  # slurmctld tells slurmd to stop too; munged, which they need until then, goes last.
   if slurmctld_pid >/dev/null; then
     timeout 10 scontrol shutdown >/dev/null 2>&1 || true
   fi
-  for name in slurmctld slurmd munged; do
-    pid=$("${name}_pid") || continue
+  for entry in "${pids[@]}"; do
+    name=${entry%%:*} pid=${entry#*:}
     [[ $name == munged ]] && kill -TERM "$pid" 2>/dev/null
     for ((i = 0; i < 50; i++)); do
       kill -0 "$pid" 2>/dev/null || break
@@ -182,6 +187,7 @@ stop_daemons() {
     fi
     log "stopped $name ($pid)"
   done
+  ((${#pids[@]} > 0)) || log "nothing to stop"
 }
 
 start() {
@@ -189,13 +195,8 @@ start() {
   install_packages
   mkdir -p "$RUN" "$LOGS" "$SPOOL/slurmctld" "$SPOOL/slurmd"
   if write_config && { slurmctld_pid >/dev/null || slurmd_pid >/dev/null; }; then
-    log "configuration changed: restarting the Slurm daemons"
-    if slurmctld_pid >/dev/null; then timeout 10 scontrol shutdown >/dev/null 2>&1 || true; fi
-    sleep 2
-    for name in slurmctld slurmd; do
-      pid=$("${name}_pid") && kill -TERM "$pid" 2>/dev/null || true
-    done
-    sleep 1
+    log "configuration changed: restarting the daemons"
+    stop_daemons
   fi
   start_munged
   start_daemon slurmctld
@@ -208,7 +209,7 @@ start() {
         log "node $NODE is $state (partition $PARTITION)"
         return 0
         ;;
-      down* | drain* | drained*)
+      down* | drain*)
         # Left down by an earlier run that ended abruptly: the node is here, put it back.
         if ((resumed == 0)); then
           timeout 10 scontrol update NodeName="$NODE" State=RESUME >/dev/null 2>&1 || true
@@ -247,7 +248,7 @@ main() {
       # One start or stop at a time (two test runs may start the cluster together).
       mkdir -p /run/lock
       exec 9>/run/lock/retrysim-slurm-local.lock
-      flock -w 300 9 || die "another slurm-local.sh is still running"
+      flock -w 120 9 || die "another slurm-local.sh has held /run/lock/retrysim-slurm-local.lock for 2 minutes"
       if [[ $cmd == start ]]; then start; else stop_daemons; fi
       ;;
     status) status ;;
