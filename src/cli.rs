@@ -24,6 +24,9 @@ pub enum Command {
     /// Join the folders of `run --shard 1/N` .. `N/N` into the files of the whole run, and
     /// draw its report.
     Merge(MergeArgs),
+    /// Write a Slurm job array that runs the experiment in N shards, and the job that merges
+    /// them; print the command that submits both (or submit them with --submit).
+    Slurm(SlurmArgs),
     /// Redraw the charts, report.html and the comparison of a finished run from its files.
     Plot(PlotArgs),
     /// Print the JSON Schema of experiment files (for editors: taplo, VS Code).
@@ -139,4 +142,32 @@ pub struct MergeArgs {
     /// The shard folders, in any order.
     #[arg(value_name = "SHARD_DIR", required = true)]
     pub shards: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SlurmArgs {
+    /// The experiment file (TOML).
+    pub file: PathBuf,
+    /// Array tasks: each runs 1/N of the (point, strategy) cells, as `run --shard I/N`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shards: u32,
+    /// Folder for array.sbatch and merge.sbatch, the shard folders (shard-I), the jobs' logs
+    /// (logs/) and the merged result. Every node must see it at this path.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Slurm partition (sbatch --partition) [default: the cluster's default].
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+    /// Time limit of each task and of the merge (sbatch --time: MINUTES, HH:MM:SS,
+    /// DAYS-HH:MM:SS) [default: the partition's].
+    #[arg(long, value_name = "T")]
+    pub time: Option<String>,
+    /// CPUs per task (sbatch --cpus-per-task); each task runs that many threads [default: 1].
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u16).range(1..))]
+    pub cpus_per_task: Option<u16>,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+    /// Submit both with sbatch (the merge after every task succeeds) and print the job ids.
+    #[arg(long)]
+    pub submit: bool,
 }

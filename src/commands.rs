@@ -2,12 +2,15 @@
 //! library and prints what the user should see. `main.rs` only dispatches and maps errors to
 //! exit codes.
 
-use crate::cli::{CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs};
+use crate::cli::{
+    CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs, SlurmArgs,
+};
 use crate::experiment::{self, Experiment, Overrides};
 use crate::policy::presets;
 use crate::progress::Progress;
 use crate::report::manifest::Manifest;
 use crate::report::writer::ResultWriter;
+use crate::slurm::{self, ArrayJob};
 use crate::sweep::{self, Shard, Stopped};
 use crate::{Error, report};
 use std::path::{Path, PathBuf};
@@ -187,6 +190,66 @@ pub fn merge(a: &MergeArgs) -> Result<(), Error> {
     for p in written {
         println!("wrote {}", p.display());
     }
+    Ok(())
+}
+
+/// `retrysim slurm`: write the job array and the merge job, and submit them or print how.
+pub fn slurm(a: &SlurmArgs) -> Result<(), Error> {
+    let exp = load(&a.file, &a.overrides)?;
+    warn(&a.file, &exp);
+    let o = &a.overrides;
+    let mut run_args = Vec::new();
+    for kv in &o.set {
+        run_args.extend(["--set".to_owned(), kv.clone()]);
+    }
+    run_args.extend(o.runs.iter().flat_map(|r| ["--runs".to_owned(), r.to_string()]));
+    run_args.extend(o.seed.iter().flat_map(|s| ["--seed".to_owned(), s.to_string()]));
+    let options = slurm::Options {
+        file: a.file.clone(),
+        out: a.out.clone(),
+        shards: a.shards,
+        partition: a.partition.clone(),
+        time: a.time.clone(),
+        cpus_per_task: a.cpus_per_task,
+        run_args,
+    };
+    let job = ArrayJob::new(&exp, &options)?;
+    for p in job.write()? {
+        println!("wrote {}", p.display());
+    }
+    let cells = sweep::cells(&exp, None).len();
+    let (fewest, most) = (cells / job.shards as usize, cells.div_ceil(job.shards as usize));
+    println!(
+        "{}: {cells} cell(s) x {} run(s) in {} array task(s) of {} cell(s) each; shards in {}, logs in {}",
+        exp.name,
+        exp.runs,
+        job.shards,
+        if fewest == most { most.to_string() } else { format!("{fewest}-{most}") },
+        job.shard_dir(0).with_file_name("shard-*").display(),
+        job.dir.join(slurm::LOGS).display(),
+    );
+    if !a.submit {
+        println!("submit the array, then the merge once every task has succeeded:");
+        println!("  {}", job.submit_command());
+        return Ok(());
+    }
+    let ids = job.submit()?;
+    println!(
+        "array job {}: {} task(s), logs in {}",
+        ids.array,
+        job.shards,
+        job.dir.join(slurm::LOGS).display()
+    );
+    println!(
+        "merge job {}: after every task succeeds, writes {}",
+        ids.merge,
+        job.dir.join(report::paths::REPORT_HTML).display()
+    );
+    println!("follow them with: squeue -j {},{}", ids.array, ids.merge);
+    println!(
+        "a failed task: rerun it with `{}` and submit merge.sbatch again",
+        job.rerun_command(0).replace("--array=0", "--array=I")
+    );
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 use crate::experiment::ConfigError;
 use crate::report::merge::MergeError;
 use crate::report::{ReportError, WriteError};
+use crate::slurm::SlurmError;
 
 /// Anything that stops a command.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +24,10 @@ pub enum Error {
     /// right, 1 when a file could not be written).
     #[error(transparent)]
     Report(#[from] ReportError),
+    /// The Slurm scripts could not be written or submitted (exit code 2 for a bad flag, 1
+    /// otherwise).
+    #[error(transparent)]
+    Slurm(#[from] SlurmError),
     /// The run was interrupted (Ctrl-C) before it finished (exit code 1).
     #[error("interrupted: no output was written (files from an earlier run, if any, are untouched)")]
     Interrupted,
@@ -34,6 +39,7 @@ impl Error {
         match self {
             Error::Config(_) | Error::Flag { .. } => 2,
             Error::Merge(e) => e.exit_code(),
+            Error::Slurm(e) => e.exit_code(),
             Error::Report(ReportError::Write(_) | ReportError::Chart { .. }) => 1,
             Error::Report(_) => 2,
             Error::Write(_) | Error::Interrupted => 1,

@@ -68,7 +68,8 @@
 //! - [`model`]: workloads, network, faults and the `queue` and `occ` servers, wired to events.
 //! - [`experiment`]: TOML -> validated [`experiment::Experiment`] (`--set`, sweeps, checks).
 //! - [`metrics`]: the per-run recorder and the metric columns; [`sweep`] runs the cells;
-//!   [`report`] turns results into files.
+//!   [`report`] turns results into files; [`slurm`] writes the job scripts that run a sweep's
+//!   shards on a cluster.
 //!
 //! Determinism: the same experiment and seed give the same results on any number of threads,
 //! because every random stream is derived from (seed, point, run) and results are collected
@@ -84,6 +85,7 @@ pub mod model;
 pub mod policy;
 pub mod progress;
 pub mod report;
+pub mod slurm;
 pub mod stats;
 pub mod sweep;
 

@@ -17,6 +17,7 @@ fn main() {
         Command::Run(a) => commands::run(a),
         Command::Check(a) => commands::check(a),
         Command::Merge(a) => commands::merge(a),
+        Command::Slurm(a) => commands::slurm(a),
         Command::Plot(a) => commands::plot(a),
         Command::Schema(a) => commands::schema(a),
         Command::Presets(a) => commands::presets(a),

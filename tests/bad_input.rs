@@ -1,6 +1,6 @@
 //! Bad input is refused before anything runs (DESIGN §7, §8): exit code 2, a message on stderr
-//! that names the key, and no output folder. Each case runs through both `retrysim check` and
-//! `retrysim run --out DIR`.
+//! that names the key, and no output folder. Each case runs through `retrysim check`,
+//! `retrysim run --out DIR` and `retrysim slurm --out DIR`.
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use std::path::Path;
@@ -241,6 +241,10 @@ fn bad_input_is_refused_with_the_key_and_no_output() {
         let mut default_out = vec!["run", "e.toml"];
         default_out.extend(case.args);
         assert_refused(tmp.path(), &default_out, &case);
+        // `slurm` checks the file as `run` does before it writes its scripts.
+        let mut slurm = vec!["slurm", "e.toml", "--shards", "1", "--out", "out"];
+        slurm.extend(case.args);
+        assert_refused(tmp.path(), &slurm, &case);
     }
 }
 
