@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 24] = [
+const METRICS: [&str; 27] = [
     "ops",
     "succeeded",
     "failed",
@@ -28,6 +28,9 @@ const METRICS: [&str; 24] = [
     "latency_p99_s",
     "latency_max_s",
     "duplicates",
+    "applied",
+    "failed_but_applied",
+    "idempotency_keys_peak",
     "wasted_work_s",
     "peak_offered_rps",
     "recovery_time_s",

@@ -1,7 +1,10 @@
 //! From the file's types to the policy's: the one place where experiment specs become the
 //! plain parameters of [`crate::policy`] (which knows nothing of files).
 
-use crate::experiment::{BackoffSpec, Duration, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy};
+use crate::experiment::{
+    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy,
+};
+use crate::model::server::idempotency::KeyMode;
 use crate::policy::backoff::MAX_DELAY_NS;
 use crate::policy::gate::Gate;
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
@@ -33,6 +36,15 @@ pub fn retry_policy(s: &Strategy) -> RetryPolicy {
 /// A strategy's controls, for `clients` client processes.
 pub fn gate(_s: &Strategy, _clients: u32) -> Gate {
     Gate::none()
+}
+
+/// The idempotency keys a strategy's attempts carry (`idempotency`, DESIGN §3.6).
+pub fn idempotency_keys(s: &Strategy) -> KeyMode {
+    match s.policy.idempotency {
+        IdempotencyMode::None => KeyMode::None,
+        IdempotencyMode::PerOp => KeyMode::PerOp,
+        IdempotencyMode::PerAttempt => KeyMode::PerAttempt,
+    }
 }
 
 /// `retry_on`, or DESIGN §3.5's defaults when absent.

@@ -3,10 +3,12 @@
 //! The life of an attempt: `Send` (client; the gate may hold it back or refuse it) -> request
 //! hop -> `Arrive` (the server's admission pipeline answers it at once, queues it, or starts
 //! it) -> `Done` (worker) -> response hop -> `Answer` (client); a `Timeout` races the answer.
-//! A hop of zero latency is delivered at once, without an event.
+//! A hop of zero latency is delivered at once, without an event. A request parked on its
+//! idempotency key is answered when the request executing the key is `Done`.
 
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::network::Network;
+use super::server::idempotency::KeyMode;
 use super::server::workers::Next;
 use super::server::{Arrival, Reply, Request, Server};
 use super::workload::{OpenArrivals, StartTimes, Workload};
@@ -52,23 +54,29 @@ struct QueueModel {
     rec: RunRecorder,
     net: Network,
     instant_net: bool,
+    /// The idempotency keys the clients' attempts carry (made only when the server keeps a
+    /// dedup store).
+    keys: KeyMode,
     arrivals_rng: Xoshiro256PlusPlus,
     open: Option<(OpenArrivals, u32)>,
     /// Closed workloads: the clients' first start times (none for open workloads).
     first_starts: StartTimes,
 }
 
-/// Runs one replication of a queue-server experiment.
+/// Runs one replication of a queue-server experiment; the clients' attempts carry `keys`.
+#[allow(clippy::too_many_arguments)]
 pub fn run<Q: EventQueue<Ev>>(
     spec: &QueueServerSpec,
     workload: &Workload,
     net: Network,
     clients: Clients,
+    keys: KeyMode,
     run_seed: u64,
     horizon: Instant,
     series: TimeSeries,
 ) -> RunMetrics {
     let server = Server::new(spec, run_seed);
+    let server_keeps_keys = server.keeps_keys();
     let fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
     for at in server.capacity_restorations() {
@@ -80,6 +88,7 @@ pub fn run<Q: EventQueue<Ev>>(
         rec: RunRecorder::new(fault_span.is_some(), series),
         instant_net: net.is_instant(),
         net,
+        keys: if server_keeps_keys { keys } else { KeyMode::None },
         arrivals_rng: stream(run_seed, Stream::Arrivals),
         open: None,
         first_starts: StartTimes::new(0, Span::ZERO),
@@ -100,6 +109,7 @@ pub fn run<Q: EventQueue<Ev>>(
         }
     }
     engine::run(&mut model, &mut sched, horizon);
+    model.rec.keys_peak(model.server.keys_peak());
     model.clients.finish(model.rec, sched.processed(), fault_span, horizon)
 }
 
@@ -186,9 +196,12 @@ impl QueueModel {
     }
 
     /// A request reaches the server and passes its admission pipeline.
-    fn arrive<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
+    fn arrive<Q: EventQueue<Ev>>(&mut self, mut req: Request, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
         self.rec.server_call();
+        if self.keys != KeyMode::None {
+            req.key = self.keys.key(self.clients.ops.id(req.op), req.attempt);
+        }
         match self.server.arrive(req, now) {
             Arrival::Answered(o) => {
                 self.rec.rejected(now);
@@ -202,7 +215,11 @@ impl QueueModel {
                 self.accepted(now);
                 s.schedule_in(service, Ev::Done { worker })
             }
-            Arrival::Queued => self.accepted(now),
+            Arrival::Queued | Arrival::Parked => self.accepted(now),
+            Arrival::Replayed(o) => {
+                self.accepted(now);
+                self.respond(req, o, s)
+            }
         }
     }
 
@@ -213,18 +230,27 @@ impl QueueModel {
         self.rec.levels(now, busy, queued);
     }
 
-    /// A worker finished: the side effect happens, the answer goes back, and the next waiting
-    /// request starts.
+    /// A worker finished: the side effect happens, the answer goes back (and to the requests
+    /// parked on its idempotency key), and the next waiting request starts.
     fn done<Q: EventQueue<Ev>>(&mut self, worker: u32, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
-        let (req, started) = self.server.done(worker);
+        let (req, started) = self.server.done(worker, now);
         let op = self.clients.ops.get(req.op);
         op.executions += 1;
         self.rec.side_effect(op.executions, now);
+        if op.executions == 1 && op.ended {
+            // An operation that ended in success had its effect already (a success answer
+            // comes from its execution, or from the store that recorded one), so this one
+            // ended in failure: the client gave up before its effect happened.
+            self.rec.failed_but_applied();
+        }
         if req.gives_up_at < now {
             self.rec.wasted(now.since(started.max(req.gives_up_at)));
         }
         self.respond(req, req.answer, s);
+        while let Some(parked) = self.server.pop_answered() {
+            self.respond(parked, parked.answer, s);
+        }
         self.start_waiting(s);
     }
 
