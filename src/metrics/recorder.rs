@@ -163,7 +163,8 @@ impl RunRecorder {
         self.server_calls += 1;
     }
 
-    /// The server took a request in (started or queued it) at `now`.
+    /// The server took a request in at `now`: started, queued, answered from its dedup store or
+    /// parked on a key in progress.
     #[inline]
     pub fn accepted(&mut self, now: Instant) {
         self.series.count(Count::Accepted, now);

@@ -21,8 +21,10 @@
 //! of that contention, not a formula from those sources. With `alpha > 0`, the extra load of
 //! retries lowers capacity itself, so once a trigger (a capacity cut, an outage) has filled the
 //! workers, clients' timeouts and retries can keep them full after the trigger is gone.
-//! Together with timeouts and `drop_expired = false` (the server finishing work whose client
-//! left) this sustains metastable failures.
+//! Together with timeouts, retries and `drop_expired = false` (the server finishing work whose
+//! client left) this sustains metastable failures; `experiments/metastable.toml` shows which
+//! changes break the loop (with a long FIFO queue, `drop_expired` alone does not: the oldest
+//! live requests it serves expire in service).
 //!
 //! With the default `knee = 0`, every request is slowed, even one alone (`1 + alpha`); set
 //! `knee` to the concurrency the server handles at full speed.
