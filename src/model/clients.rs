@@ -211,9 +211,6 @@ impl Clients {
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_failed(reason, started, attempts, now);
-        if op.executions > 0 {
-            rec.failed_but_applied();
-        }
         if !self.gate.is_empty() {
             self.gate.op_ended(client, false);
         }
@@ -231,9 +228,6 @@ impl Clients {
     ) -> RunMetrics {
         for op in self.ops.pending() {
             rec.unfinished(op.started, op.attempts, horizon);
-            if op.executions > 0 {
-                rec.failed_but_applied();
-            }
         }
         rec.finish(events, faults, horizon)
     }

@@ -8,7 +8,7 @@
 
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::network::Network;
-use super::server::idempotency::KeyMode;
+use super::server::idempotency::{KeyMode, KeyTag};
 use super::server::workers::Next;
 use super::server::{Arrival, Reply, Request, Server};
 use super::workload::{OpenArrivals, StartTimes, Workload};
@@ -110,6 +110,13 @@ pub fn run<Q: EventQueue<Ev>>(
     }
     engine::run(&mut model, &mut sched, horizon);
     model.rec.keys_peak(model.server.keys_peak());
+    // Operations pending at the horizon fail as unfinished: those whose effect happened are
+    // failed but applied.
+    for op in model.clients.ops.pending() {
+        if op.executions > 0 {
+            model.rec.failed_but_applied();
+        }
+    }
     model.clients.finish(model.rec, sched.processed(), fault_span, horizon)
 }
 
@@ -175,7 +182,10 @@ impl QueueModel {
         let attempt = match self.clients.send(op, s.now(), &mut self.rec) {
             Sent::Attempt(a) => a,
             Sent::Wait(wait) => return s.schedule_in(wait, Ev::Send { op }),
-            Sent::Ended(next) => return self.next_op(next, s),
+            Sent::Ended(next) => {
+                self.ended_in_failure(op);
+                return self.next_op(next, s);
+            }
         };
         if !attempt.gives_up_at.is_never() {
             self.clients.ops.get(op).refs += 1;
@@ -200,7 +210,7 @@ impl QueueModel {
         let now = s.now();
         self.rec.server_call();
         if self.keys != KeyMode::None {
-            req.key = self.keys.key(self.clients.ops.id(req.op), req.attempt);
+            req.key_tag = self.key_tag(req.op);
         }
         match self.server.arrive(req, now) {
             Arrival::Answered(o) => {
@@ -216,11 +226,24 @@ impl QueueModel {
                 s.schedule_in(service, Ev::Done { worker })
             }
             Arrival::Queued | Arrival::Parked => self.accepted(now),
-            Arrival::Replayed(o) => {
-                self.accepted(now);
-                self.respond(req, o, s)
-            }
+            Arrival::Replayed(o) => self.replayed(req, o, s),
         }
+    }
+
+    /// The dedup store answered `req` at once with `reply` (out of line, so that the event
+    /// loop does not inline the client's answer handling a second time).
+    #[inline(never)]
+    fn replayed<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
+        self.accepted(s.now());
+        self.respond(req, reply, s)
+    }
+
+    /// The idempotency key a request of operation `op` carries (only called when keys are
+    /// made).
+    #[cold]
+    #[inline(never)]
+    fn key_tag(&self, op: u32) -> KeyTag {
+        KeyTag::new(self.keys, self.clients.ops.id(op))
     }
 
     #[inline]
@@ -248,10 +271,19 @@ impl QueueModel {
             self.rec.wasted(now.since(started.max(req.gives_up_at)));
         }
         self.respond(req, req.answer, s);
+        if self.server.keeps_keys() {
+            self.answer_parked(s);
+        }
+        self.start_waiting(s);
+    }
+
+    /// Sends back the answers of the requests that were parked on the key whose work just
+    /// completed (out of line: only runs with a dedup store).
+    #[inline(never)]
+    fn answer_parked<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
         while let Some(parked) = self.server.pop_answered() {
             self.respond(parked, parked.answer, s);
         }
-        self.start_waiting(s);
     }
 
     /// Starts waiting requests while workers are free.
@@ -300,7 +332,20 @@ impl QueueModel {
         let retry_after = reply.retry_after.decode();
         match self.clients.fail(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
             AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::Send { op }),
-            AfterFailure::Ended(next) => self.next_op(next, s),
+            AfterFailure::Ended(next) => {
+                self.ended_in_failure(op);
+                self.next_op(next, s)
+            }
+        }
+    }
+
+    /// Operation `op` just ended in failure: counted as failed but applied if its effect has
+    /// happened. (Its slot may be free already, but it holds the operation until a new one
+    /// starts in it, which only `Clients::start` does.)
+    #[inline]
+    fn ended_in_failure(&mut self, op: u32) {
+        if self.clients.ops.get(op).executions > 0 {
+            self.rec.failed_but_applied();
         }
     }
 

@@ -94,6 +94,34 @@ impl KeyMode {
     }
 }
 
+/// The key a request carries, in 8 bytes so that requests stay 32: the high half of its
+/// operation's unique id ([`OpTable::id`]: the generation of the operation's slot), the low
+/// half being the slot the request already holds, and the client's key mode.
+///
+/// [`OpTable::id`]: crate::model::ops::OpTable::id
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyTag {
+    id_high: u32,
+    mode: KeyMode,
+}
+
+impl KeyTag {
+    /// No key.
+    pub const NONE: KeyTag = KeyTag { id_high: 0, mode: KeyMode::None };
+
+    /// The tag of a request of the operation whose unique id is `op_id`.
+    #[inline]
+    pub fn new(mode: KeyMode, op_id: u64) -> KeyTag {
+        KeyTag { id_high: (op_id >> 32) as u32, mode }
+    }
+
+    /// The key of attempt `attempt` of the operation in slot `op`.
+    #[inline]
+    pub fn key(self, op: u32, attempt: u32) -> Key {
+        self.mode.key(((self.id_high as u64) << 32) | op as u64, attempt)
+    }
+}
+
 /// FxHash's multiply-rotate: fast on integer keys and a fixed function (no per-process seed).
 #[derive(Default)]
 struct KeyHasher(u64);
@@ -181,13 +209,14 @@ impl Store {
     /// The stage (see the table in [the module docs](self)). A request without a key goes on.
     #[inline]
     pub fn admit(&mut self, req: &Request, now: Instant) -> Admission {
-        if req.key.is_none() {
+        let key = req.key();
+        if key.is_none() {
             return Admission::Continue;
         }
         self.expire(now);
-        match self.entries.get_mut(&req.key) {
+        match self.entries.get_mut(&key) {
             None => {
-                self.entries.insert(req.key, Entry::InProgress { head: NIL, tail: NIL });
+                self.entries.insert(key, Entry::InProgress { head: NIL, tail: NIL });
                 self.peak = self.peak.max(self.entries.len());
                 Admission::Continue
             }
@@ -219,6 +248,7 @@ impl Store {
 
     /// The work of the request that executes `key` completed at `now`: the key is done with a
     /// success, and the requests parked on it are answered ([`Store::pop_answered`]).
+    #[inline(never)]
     pub fn complete(&mut self, key: Key, now: Instant) {
         if key.is_none() {
             return;
@@ -325,7 +355,7 @@ mod tests {
 
     fn req(op: u32, attempt: u32, mode: KeyMode) -> Request {
         let mut r = Request::new(op, attempt, Instant::NEVER);
-        r.key = mode.key(op as u64, attempt);
+        r.key_tag = KeyTag::new(mode, op as u64);
         r
     }
 
@@ -340,6 +370,29 @@ mod tests {
         assert_eq!(KeyMode::PerOp.key(7, 1), KeyMode::PerOp.key(7, 2));
         assert_ne!(KeyMode::PerAttempt.key(7, 1), KeyMode::PerAttempt.key(7, 2));
         assert_ne!(KeyMode::PerOp.key(7, 1), KeyMode::PerOp.key(8, 1));
+    }
+
+    #[test]
+    fn a_tag_rebuilds_the_operation_id() {
+        use crate::model::ops::{Op, OpTable};
+        let mut t = OpTable::default();
+        let op = || Op::new(Instant::ZERO, 0, Default::default(), rand::SeedableRng::seed_from_u64(0));
+        // Reuse slot 0 a few times so that its generation is not 0.
+        for _ in 0..3 {
+            let s = t.insert(op());
+            t.end(s);
+        }
+        let slot = t.insert(op());
+        let other = t.insert(op());
+        for mode in [KeyMode::PerOp, KeyMode::PerAttempt] {
+            assert_eq!(KeyTag::new(mode, t.id(slot)).key(slot, 2), mode.key(t.id(slot), 2));
+            assert_ne!(
+                KeyTag::new(mode, t.id(slot)).key(slot, 2),
+                KeyTag::new(mode, t.id(other)).key(other, 2)
+            );
+        }
+        assert!(KeyTag::NONE.key(slot, 1).is_none());
+        assert_eq!(std::mem::size_of::<Request>(), 32);
     }
 
     #[test]
@@ -358,7 +411,7 @@ mod tests {
         let a2 = req(1, 2, KeyMode::PerOp);
         assert_eq!(s.admit(&a1, t(0)), Admission::Continue, "the first executes");
         assert_eq!(s.admit(&a2, t(1)), CONFLICT_REPLY, "a repeat while in progress: 409");
-        s.complete(a1.key, t(2));
+        s.complete(a1.key(), t(2));
         assert_eq!(s.admit(&a2, t(3)), Admission::Replay(Reply::SUCCESS), "done: the stored answer");
         assert_eq!(s.admit(&a2, t(11)), Admission::Replay(Reply::SUCCESS), "still within ttl (2 + 10)");
         assert_eq!(s.admit(&a2, t(12)), Admission::Continue, "expired: it executes again");
@@ -372,7 +425,7 @@ mod tests {
         for attempt in 1..=4 {
             let r = req(1, attempt, KeyMode::PerAttempt);
             assert_eq!(s.admit(&r, t(0)), Admission::Continue);
-            s.complete(r.key, t(0));
+            s.complete(r.key(), t(0));
         }
         assert_eq!(s.peak(), 4, "one key per attempt, all held");
     }
@@ -382,7 +435,7 @@ mod tests {
         let mut s = store(10, InProgress::Conflict);
         let a1 = req(1, 1, KeyMode::PerOp);
         s.admit(&a1, t(0));
-        s.complete(a1.key, t(0));
+        s.complete(a1.key(), t(0));
         let mut a2 = req(1, 2, KeyMode::PerOp);
         a2.answer = Reply::of(Outcome::Status(504));
         assert_eq!(s.admit(&a2, t(1)), Admission::Replay(Reply::of(Outcome::Status(504))));
@@ -399,7 +452,7 @@ mod tests {
             assert_eq!(s.admit(&req(1, attempt, KeyMode::PerOp), t(1)), Admission::Park);
         }
         assert!(s.pop_answered().is_none());
-        s.complete(a1.key, t(2));
+        s.complete(a1.key(), t(2));
         let answered: Vec<_> = std::iter::from_fn(|| s.pop_answered()).collect();
         assert_eq!(answered.iter().map(|r| r.attempt).collect::<Vec<_>>(), vec![2, 3, 4], "in park order");
         assert!(answered.iter().all(|r| r.answer == Reply::SUCCESS));
@@ -416,18 +469,18 @@ mod tests {
         s.admit(&req(1, 2, KeyMode::PerOp), t(1));
         s.admit(&req(1, 3, KeyMode::PerOp), t(1));
         // The first is dropped: attempt 2 executes now, attempt 3 keeps waiting.
-        let promoted = s.abandon(a1.key).expect("a waiter takes over");
+        let promoted = s.abandon(a1.key()).expect("a waiter takes over");
         assert_eq!(promoted.attempt, 2);
         assert_eq!(s.admit(&req(1, 4, KeyMode::PerOp), t(2)), Admission::Park);
         // Attempt 2 is dropped too: attempt 3 executes.
-        assert_eq!(s.abandon(promoted.key).map(|r| r.attempt), Some(3));
-        s.complete(promoted.key, t(3));
+        assert_eq!(s.abandon(promoted.key()).map(|r| r.attempt), Some(3));
+        s.complete(promoted.key(), t(3));
         let answered: Vec<_> = std::iter::from_fn(|| s.pop_answered()).map(|r| r.attempt).collect();
         assert_eq!(answered, vec![4], "the one still parked is answered; nothing executed twice");
         // Without waiters an abandoned key is forgotten: the next request executes.
         let b = req(9, 1, KeyMode::PerOp);
         s.admit(&b, t(4));
-        assert!(s.abandon(b.key).is_none());
+        assert!(s.abandon(b.key()).is_none());
         assert_eq!(s.admit(&req(9, 2, KeyMode::PerOp), t(5)), Admission::Continue);
     }
 
@@ -438,7 +491,7 @@ mod tests {
         for i in 0..1000u32 {
             let r = req(i, 1, KeyMode::PerOp);
             assert_eq!(s.admit(&r, t(i as u64)), Admission::Continue);
-            s.complete(r.key, t(i as u64));
+            s.complete(r.key(), t(i as u64));
         }
         assert!(s.peak() <= 6, "peak {}", s.peak());
         assert!(s.expiry.len() <= 6);
@@ -446,9 +499,9 @@ mod tests {
         let mut s = store(5, InProgress::Conflict);
         let r = req(1, 1, KeyMode::PerOp);
         s.admit(&r, t(0));
-        s.complete(r.key, t(0));
+        s.complete(r.key(), t(0));
         assert_eq!(s.admit(&r, t(5)), Admission::Continue, "expired at 5: executes again");
-        s.complete(r.key, t(6));
+        s.complete(r.key(), t(6));
         assert_eq!(s.admit(&r, t(10)), Admission::Replay(Reply::SUCCESS), "done again until 11");
         assert_eq!(s.admit(&r, t(11)), Admission::Continue);
     }

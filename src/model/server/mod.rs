@@ -13,8 +13,9 @@
 //!
 //! A stage lets the request through ([`Admission::Continue`]), answers it at once, parks it,
 //! or drops it without an answer. Adding a stage is a new file, a field in [`Server`] and one
-//! line in [`Server::arrive`]; no other stage changes. A stage that is not configured is a
-//! `None` checked once per arrival.
+//! line in `Server::screen` (the stages between the faults and the workers) or
+//! [`Server::arrive`]; no other stage changes. A stage that is not configured is a `None`, and
+//! the stages between faults and workers are skipped with one check when none is configured.
 
 pub mod faults;
 pub mod idempotency;
@@ -28,7 +29,7 @@ use crate::experiment::QueueServerSpec;
 use crate::metrics::recovery::FaultSpan;
 use crate::policy::{Outcome, RetryAfter};
 use faults::Faults;
-use idempotency::{Key, Store};
+use idempotency::{Key, KeyTag, Store};
 use overload::Overload;
 use rate_limit::RateLimit;
 use workers::{Next, Placed, Workers};
@@ -83,13 +84,22 @@ pub struct Request {
     pub gives_up_at: Instant,
     /// The answer once the work is done: success, or an `after_effect` error drawn at arrival.
     pub answer: Reply,
-    /// Its idempotency key ([`Key::NONE`]: none).
-    pub key: Key,
+    /// Its idempotency key ([`KeyTag::NONE`]: none), see [`Request::key`].
+    pub key_tag: KeyTag,
 }
+
+// Requests are copied through the stages and held by the queue and the workers: keep them small.
+const _: () = assert!(std::mem::size_of::<Request>() == 32);
 
 impl Request {
     pub fn new(op: u32, attempt: u32, gives_up_at: Instant) -> Request {
-        Request { op, attempt, gives_up_at, answer: Reply::SUCCESS, key: Key::NONE }
+        Request { op, attempt, gives_up_at, answer: Reply::SUCCESS, key_tag: KeyTag::NONE }
+    }
+
+    /// Its idempotency key ([`Key::NONE`]: none).
+    #[inline]
+    pub fn key(&self) -> Key {
+        self.key_tag.key(self.op, self.attempt)
     }
 }
 
@@ -148,6 +158,8 @@ pub struct Server {
     store: Option<Store>,
     overload: Option<Overload>,
     workers: Workers,
+    /// Whether a stage between the faults and the workers is configured.
+    screens: bool,
     /// Sent with full-queue rejections: none, or "overloaded; don't retry".
     reject_retry_after: RetryAfterCode,
     drop_expired: bool,
@@ -164,6 +176,7 @@ impl Server {
             store: spec.idempotency.as_ref().map(Store::new),
             overload: spec.overload.as_ref().map(Overload::new),
             workers: Workers::new(spec, stream(run_seed, Stream::Service)),
+            screens: spec.rate_limit.is_some() || spec.idempotency.is_some(),
             reject_retry_after: if spec.reject_dont_retry {
                 RetryAfterCode::DONT_RETRY
             } else {
@@ -202,13 +215,8 @@ impl Server {
         if let Some(stop) = self.faults.admit(now, &mut req).stop() {
             return stop;
         }
-        if let Some(rl) = &mut self.rate_limit
-            && let Some(stop) = rl.admit(now).stop()
-        {
-            return stop;
-        }
-        if let Some(store) = &mut self.store
-            && let Some(stop) = store.admit(&req, now).stop()
+        if self.screens
+            && let Some(stop) = self.screen(&req, now)
         {
             return stop;
         }
@@ -219,14 +227,40 @@ impl Server {
             }
             Placed::Queued => Arrival::Queued,
             Placed::Rejected(o) => {
-                // Its key was new (a key in progress never reaches the workers), so no request
-                // is parked on it: the key is only forgotten.
-                if let Some(store) = &mut self.store {
-                    let promoted = store.abandon(req.key);
-                    debug_assert!(promoted.is_none());
+                if self.store.is_some() {
+                    self.rejected_key(req.key());
                 }
                 Arrival::Answered(Reply { outcome: o, retry_after: self.reject_retry_after })
             }
+        }
+    }
+
+    /// The stages between the faults and the workers, when any is configured (out of line, so
+    /// that a server without them runs the event loop it ran before they existed).
+    #[inline(never)]
+    fn screen(&mut self, req: &Request, now: Instant) -> Option<Arrival> {
+        if let Some(rl) = &mut self.rate_limit
+            && let Some(stop) = rl.admit(now).stop()
+        {
+            return Some(stop);
+        }
+        if let Some(store) = &mut self.store
+            && let Some(stop) = store.admit(req, now).stop()
+        {
+            return Some(stop);
+        }
+        None
+    }
+
+    /// The full queue rejected a request that was to execute `key`: the key was new (a key
+    /// in progress never reaches the workers), so no request is parked on it: it is only
+    /// forgotten.
+    #[cold]
+    #[inline(never)]
+    fn rejected_key(&mut self, key: Key) {
+        if let Some(store) = &mut self.store {
+            let promoted = store.abandon(key);
+            debug_assert!(promoted.is_none());
         }
     }
 
@@ -237,7 +271,7 @@ impl Server {
     pub fn done(&mut self, worker: u32, now: Instant) -> (Request, Instant) {
         let (req, started) = self.workers.done(worker);
         if let Some(store) = &mut self.store {
-            store.complete(req.key, now);
+            store.complete(req.key(), now);
         }
         (req, started)
     }
@@ -280,7 +314,7 @@ impl Server {
     /// `req` was dropped unserved: its key, if any, is released.
     fn dropped(&mut self, req: Request) -> Next {
         if let Some(store) = &mut self.store {
-            self.promoted = store.abandon(req.key);
+            self.promoted = store.abandon(req.key());
         }
         Next::Dropped(req)
     }
