@@ -255,6 +255,34 @@ struct QueueServer {
     /// `(status, probability, after_effect)`; probabilities add up to at most 0.3.
     errors: Vec<(u16, f64, bool)>,
     faults: Vec<Fault>,
+    stages: Stages,
+}
+
+/// The optional admission stages of a queue server.
+#[derive(Clone, Debug)]
+struct Stages {
+    /// `(rate, burst, exact Retry-After)`.
+    rate_limit: Option<(f64, f64, bool)>,
+    /// `(ttl in ms, on_in_progress = "wait")`.
+    idempotency: Option<(u32, bool)>,
+    /// `(alpha, knee as a fraction of concurrency)`.
+    overload: Option<(f64, f64)>,
+    reject_dont_retry: bool,
+}
+
+fn stages() -> impl Strategy<Value = Stages> {
+    (
+        proptest::option::of((1.0..500.0f64, 1.0..20.0f64, any::<bool>())),
+        proptest::option::of((prop_oneof![1..=2000u32, Just(100_000_000u32)], any::<bool>())),
+        proptest::option::of((0.0..0.5f64, 0.0..=1.0f64)),
+        any::<bool>(),
+    )
+        .prop_map(|(rate_limit, idempotency, overload, reject_dont_retry)| Stages {
+            rate_limit,
+            idempotency,
+            overload,
+            reject_dont_retry,
+        })
 }
 
 fn queue_server() -> impl Strategy<Value = QueueServer> {
@@ -269,10 +297,28 @@ fn queue_server() -> impl Strategy<Value = QueueServer> {
             0..=2,
         ),
         proptest::collection::vec(fault(), 0..=3),
+        prop_oneof![1 => Just(None), 1 => stages().prop_map(Some)],
     )
-        .prop_map(|(concurrency, service, queue, reject_status, drop_expired, errors, faults)| {
-            QueueServer { concurrency, service, queue, reject_status, drop_expired, errors, faults }
-        })
+        .prop_map(
+            |(concurrency, service, queue, reject_status, drop_expired, errors, faults, stages)| {
+                let stages = stages.unwrap_or(Stages {
+                    rate_limit: None,
+                    idempotency: None,
+                    overload: None,
+                    reject_dont_retry: false,
+                });
+                QueueServer {
+                    concurrency,
+                    service,
+                    queue,
+                    reject_status,
+                    drop_expired,
+                    errors,
+                    faults,
+                    stages,
+                }
+            },
+        )
 }
 
 #[derive(Clone, Debug)]
@@ -381,6 +427,9 @@ struct StrategyCase {
     backoff: Backoff,
     /// Overrides `[client] max_attempts` when set.
     max_attempts: Option<u32>,
+    /// `idempotency`: "none", "per-op" or "per-attempt".
+    keys: &'static str,
+    honor_dont_retry: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -498,6 +547,24 @@ impl Case {
                     .map(|(s, p, a)| format!("{{ status = {s}, probability = {p:?}, after_effect = {a} }}"))
                     .collect();
                 lines.push(format!("errors = [{}]", errors.join(", ")));
+                let st = &q.stages;
+                lines.push(format!("reject_dont_retry = {}", st.reject_dont_retry));
+                if let Some((rate, burst, exact)) = st.rate_limit {
+                    let format = if exact { "exact" } else { "seconds" };
+                    lines.push(format!(
+                        "rate_limit = {{ rate = {rate:?}, burst = {burst:?}, retry_after = \"{format}\" }}"
+                    ));
+                }
+                if let Some((ttl_ms, wait)) = st.idempotency {
+                    let mode = if wait { "wait" } else { "conflict" };
+                    lines.push(format!(
+                        "idempotency = {{ ttl = \"{ttl_ms}ms\", on_in_progress = \"{mode}\" }}"
+                    ));
+                }
+                if let Some((alpha, knee)) = st.overload {
+                    let knee = (knee * q.concurrency as f64) as u32;
+                    lines.push(format!("overload = {{ alpha = {alpha:?}, knee = {knee} }}"));
+                }
                 for f in &q.faults {
                     lines.push("[[server.faults]]".to_owned());
                     lines.extend(f.toml_lines());
@@ -516,6 +583,8 @@ impl Case {
                 format!("backoff = {}", s.backoff.toml()),
             ]);
             lines.extend(s.max_attempts.map(|m| format!("max_attempts = {m}")));
+            lines.push(format!("idempotency = \"{}\"", s.keys));
+            lines.push(format!("honor_dont_retry = {}", s.honor_dont_retry));
         }
         lines.join("\n") + "\n"
     }
@@ -546,7 +615,15 @@ fn case() -> impl Strategy<Value = Case> {
         deadline,
         proptest::option::of(1..=6u32),
         retry_on,
-        proptest::collection::vec((backoff(), proptest::option::of(1..=6u32)), 1..=3),
+        proptest::collection::vec(
+            (
+                backoff(),
+                proptest::option::of(1..=6u32),
+                prop_oneof![Just("none"), Just("per-op"), Just("per-attempt")],
+                any::<bool>(),
+            ),
+            1..=3,
+        ),
     )
         .prop_map(
             |(seed, horizon_ms, server_side, timeout_ms, deadline_ms, max_attempts, retry_on, strategies)| {
@@ -567,7 +644,12 @@ fn case() -> impl Strategy<Value = Case> {
                     retry_on,
                     strategies: strategies
                         .into_iter()
-                        .map(|(backoff, max_attempts)| StrategyCase { backoff, max_attempts })
+                        .map(|(backoff, max_attempts, keys, honor_dont_retry)| StrategyCase {
+                            backoff,
+                            max_attempts,
+                            keys,
+                            honor_dont_retry,
+                        })
                         .collect(),
                 }
                 .bounded()
@@ -620,6 +702,35 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     // Instant network without request loss: every attempt reaches the server at once.
     if !occ && c.latency.always_zero() && c.request_loss == 0.0 {
         prop_assert_eq!(m.server_calls, m.calls, "instant, lossless requests all reach the server");
+    }
+
+    // Ambiguous outcomes: every operation whose effect happened succeeded (a success comes
+    // from an execution of it, or from the store that recorded one) or is counted as failed
+    // but applied; nothing is applied without a server that executes (the OCC row has no side
+    // effect of its own in these counts).
+    if occ {
+        prop_assert_eq!((m.applied, m.failed_but_applied), (0, 0));
+    } else {
+        prop_assert_eq!(
+            m.applied,
+            m.succeeded + m.failed_but_applied,
+            "applied != succeeded + failed_but_applied"
+        );
+        prop_assert!(m.failed_but_applied <= m.failed);
+    }
+    // The dedup store: per-op keys kept longer than the run never execute an operation twice;
+    // without a store or without keys nothing is stored.
+    let store = c.server.as_ref().and_then(|q| q.stages.idempotency);
+    match store {
+        Some((ttl_ms, _)) if s.keys == "per-op" && ttl_ms >= c.horizon_ms => {
+            prop_assert_eq!(m.duplicates, 0, "per-op keys kept for the whole run, yet duplicates");
+        }
+        _ => {}
+    }
+    if store.is_none() || s.keys == "none" {
+        prop_assert_eq!(m.idempotency_keys_peak, 0);
+    } else if m.server_calls > 0 && m.applied > 0 {
+        prop_assert!(m.idempotency_keys_peak > 0, "keys executed but none stored");
     }
 
     // Side effects: a duplicate is an execution, so it needs a request served.
@@ -708,8 +819,9 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
 
     // A healthy queue server: no losses, faults, errors, rejections or timeouts. Every
     // operation that ends succeeds at its first attempt.
-    let healthy =
-        c.server.as_ref().is_some_and(|q| q.faults.is_empty() && q.errors.is_empty() && q.queue.is_none());
+    let healthy = c.server.as_ref().is_some_and(|q| {
+        q.faults.is_empty() && q.errors.is_empty() && q.queue.is_none() && q.stages.rate_limit.is_none()
+    });
     if healthy && waits_forever && c.request_loss == 0.0 && c.response_loss == 0.0 {
         prop_assert_eq!(m.failed, failed_by(FailReason::Unfinished), "a healthy server fails nothing");
         prop_assert_eq!(m.calls, m.ops, "a healthy server needs no retries");

@@ -3,7 +3,7 @@
 //! short, a timeout the deadline always beats. `check` and `run` print these on stderr and
 //! carry on (exit 0); errors are in `validate`.
 
-use super::spec::{ExperimentSpec, ServerSpec, WorkloadSpec};
+use super::spec::{ExperimentSpec, IdempotencyMode, ServerSpec, WorkloadSpec};
 use super::{Experiment, Strategy};
 use crate::metrics::recovery::{BUCKET, HEALTHY_RUN};
 
@@ -111,6 +111,25 @@ fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning
         }
     }
 
+    // Idempotency keys sent to a server that keeps no dedup store: they change nothing.
+    if let ServerSpec::Queue(q) = &spec.server
+        && q.idempotency.is_none()
+    {
+        let keyed: Vec<&Strategy> =
+            strategies.iter().filter(|s| s.policy.idempotency != IdempotencyMode::None).collect();
+        let key = if !keyed.is_empty() && keyed.len() == strategies.len() {
+            Some("client.idempotency".to_owned())
+        } else {
+            keyed.first().map(|s| format!("strategies.{}.idempotency", s.name))
+        };
+        if let Some(key) = key {
+            warn(
+                key,
+                "attempts carry idempotency keys but the server keeps no dedup store: without [server.idempotency] they change nothing".to_owned(),
+            );
+        }
+    }
+
     // A timeout the deadline always beats: said once at `client` when a strategy only
     // inherits both, else at the strategy.
     // When every strategy has the same pair, say it once at `client` (where it usually
@@ -135,4 +154,48 @@ fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Overrides, load_str};
+
+    const FILE: &str = r#"
+name = "w"
+horizon = "10s"
+[workload]
+kind = "closed"
+[server]
+concurrency = 1
+service_time = { dist = "constant", value = "1ms" }
+[client]
+max_attempts = 2
+[[strategies]]
+name = "a"
+backoff = { kind = "none" }
+[[strategies]]
+name = "b"
+backoff = { kind = "none" }
+"#;
+
+    fn keys_warnings(set: &[(&str, &str)]) -> Vec<String> {
+        let overrides = Overrides {
+            set: set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        let exp = load_str(FILE, "w.toml", &overrides).unwrap();
+        warnings(&exp).into_iter().filter(|w| w.key.ends_with("idempotency")).map(|w| w.key).collect()
+    }
+
+    #[test]
+    fn keys_without_a_dedup_store_are_pointed_out() {
+        assert!(keys_warnings(&[]).is_empty());
+        assert_eq!(keys_warnings(&[("client.idempotency", "per-op")]), ["client.idempotency"]);
+        assert_eq!(
+            keys_warnings(&[("strategies.b.idempotency", "per-attempt")]),
+            ["strategies.b.idempotency"]
+        );
+        assert!(keys_warnings(&[("client.idempotency", "per-op"), ("server.idempotency", "{}")]).is_empty());
+    }
 }

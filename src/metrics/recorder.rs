@@ -23,6 +23,14 @@ pub struct RunMetrics {
     /// The exact maximum (not a histogram bucket edge).
     pub latency_max_s: f64,
     pub duplicates: u64,
+    /// Operations whose side effect happened at least once (so side-effect executions are
+    /// `applied + duplicates`).
+    pub applied: u64,
+    /// Operations the client counts as failed although their side effect happened at least
+    /// once (by the horizon): the ambiguous outcomes someone must reconcile.
+    pub failed_but_applied: u64,
+    /// The most idempotency keys the server's dedup store held at once.
+    pub idempotency_keys_peak: u64,
     pub wasted_work_s: f64,
     pub peak_offered_rps: u64,
     /// `None` when the run never recovered, or recovery could not be measured.
@@ -58,6 +66,9 @@ pub struct RunRecorder {
     latency_ns: Histogram<u64>,
     latency_max_ns: u64,
     duplicates: u64,
+    applied: u64,
+    failed_but_applied: u64,
+    keys_peak: u64,
     wasted_ns: u128,
     /// Calls per millisecond over the last second, a ring indexed by `ms % 1000`: a sliding
     /// 1 s window at 1 ms resolution, so `peak_offered_rps` is the most calls in any 1 s
@@ -90,6 +101,9 @@ impl RunRecorder {
             latency_ns: Histogram::new(3).expect("3 significant figures is a valid precision"),
             latency_max_ns: 0,
             duplicates: 0,
+            applied: 0,
+            failed_but_applied: 0,
+            keys_peak: 0,
             wasted_ns: 0,
             calls_per_ms: Box::new([0; WINDOW_MS]),
             last_ms: 0,
@@ -149,7 +163,8 @@ impl RunRecorder {
         self.server_calls += 1;
     }
 
-    /// The server took a request in (started or queued it) at `now`.
+    /// The server took a request in at `now`: started, queued, answered from its dedup store or
+    /// parked on a key in progress.
     #[inline]
     pub fn accepted(&mut self, now: Instant) {
         self.series.count(Count::Accepted, now);
@@ -180,7 +195,22 @@ impl RunRecorder {
         if executions > 1 {
             self.duplicates += 1;
             self.series.count(Count::Duplicates, now);
+        } else {
+            self.applied += 1;
         }
+    }
+
+    /// An operation the client counts as failed had its side effect (counted once per
+    /// operation: when it fails after its first execution, when its first execution comes
+    /// after it failed, or at the horizon for an unfinished one that had it).
+    #[inline]
+    pub fn failed_but_applied(&mut self) {
+        self.failed_but_applied += 1;
+    }
+
+    /// The most keys the server's dedup store held at once in the run.
+    pub fn keys_peak(&mut self, peak: u64) {
+        self.keys_peak = peak;
     }
 
     #[inline]
@@ -258,6 +288,9 @@ impl RunRecorder {
             latency_p99_s: q(0.99),
             latency_max_s: self.latency_max_ns as f64 / NS_PER_S,
             duplicates: self.duplicates,
+            applied: self.applied,
+            failed_but_applied: self.failed_but_applied,
+            idempotency_keys_peak: self.keys_peak,
             wasted_work_s: self.wasted_ns as f64 / NS_PER_S,
             peak_offered_rps: self.peak_calls_per_s,
             recovery_time_s: recovery.time_s(),
@@ -303,6 +336,7 @@ mod tests {
         // Calls at 0, 1, 2, 3 ns and 1 s + 1 ns: the window [0, 1 s) holds the first four.
         assert_eq!(m.peak_offered_rps, 4);
         assert_eq!(m.duplicates, 2);
+        assert_eq!(m.applied, 1);
         assert_eq!(m.completion_time_s, 10.0);
         assert_eq!(m.recovery_time_s, Some(0.0));
         assert_eq!(m.metastable, Some(false));

@@ -5,8 +5,8 @@
 //! | series | per bucket | total over buckets |
 //! |---|---|---|
 //! | `offered` | attempts sent by clients | `calls` |
-//! | `accepted` | requests the server took in (started or queued) | |
-//! | `rejected` | requests it turned away without the work (error answers, full queue, silence) | `server_calls - accepted` |
+//! | `accepted` | requests the server took in: started, queued, answered from the dedup store (a repeat of a finished idempotency key), or parked on a key in progress | |
+//! | `rejected` | requests it turned away without the work: fault answers and silence, the rate limiter's 429, the dedup store's 409, a full queue | `server_calls - accepted` |
 //! | `successes` | operations that ended in success | `succeeded` |
 //! | `failures` | operations that ended in failure (those pending at the horizon in the last bucket) | `failed` |
 //! | `timeouts` | attempts whose client stopped waiting before an answer | |

@@ -2,8 +2,11 @@
 //! plain parameters of [`crate::policy`] (which knows nothing of files).
 
 use crate::engine::rng::{Stream, stream};
-use crate::experiment::{BackoffSpec, Duration, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy};
+use crate::experiment::{
+    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy,
+};
 use crate::experiment::{BreakerWindowSpec, BudgetSpec, Scope as SpecScope, ThrottleSpec};
+use crate::model::server::idempotency::KeyMode;
 use crate::policy::backoff::MAX_DELAY_NS;
 use crate::policy::gate::{BudgetParams, Gate, GateParams, Scope, ThrottleParams};
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
@@ -103,6 +106,15 @@ pub fn gate_params(s: &Strategy) -> GateParams {
         ThrottleSpec::AwsAdaptive { scope: sc } => (ThrottleParams::AwsAdaptive, scope(sc)),
     });
     GateParams { budget, breaker, throttle }
+}
+
+/// The idempotency keys a strategy's attempts carry (`idempotency`, DESIGN §3.6).
+pub fn idempotency_keys(s: &Strategy) -> KeyMode {
+    match s.policy.idempotency {
+        IdempotencyMode::None => KeyMode::None,
+        IdempotencyMode::PerOp => KeyMode::PerOp,
+        IdempotencyMode::PerAttempt => KeyMode::PerAttempt,
+    }
 }
 
 /// `retry_on`, or DESIGN §3.5's defaults when absent.

@@ -74,7 +74,8 @@ pub fn simulate_with<C: QueueChoice>(
     let series = TimeSeries::new(spec.output.bucket.span(), horizon);
     match &spec.server {
         ServerSpec::Queue(q) => {
-            queue_model::run::<C::Queue>(q, &workload, net, clients, run_seed, horizon, series)
+            let keys = build::idempotency_keys(strategy);
+            queue_model::run::<C::Queue>(q, &workload, net, clients, keys, run_seed, horizon, series)
         }
         ServerSpec::Occ {} => occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon, series),
     }

@@ -3,10 +3,12 @@
 //! The life of an attempt: `Send` (client; the gate may hold it back or refuse it) -> request
 //! hop -> `Arrive` (the server's admission pipeline answers it at once, queues it, or starts
 //! it) -> `Done` (worker) -> response hop -> `Answer` (client); a `Timeout` races the answer.
-//! A hop of zero latency is delivered at once, without an event.
+//! A hop of zero latency is delivered at once, without an event. A request parked on its
+//! idempotency key is answered when the request executing the key is `Done`.
 
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::network::Network;
+use super::server::idempotency::{KeyMode, KeyTag};
 use super::server::workers::Next;
 use super::server::{Arrival, Reply, Request, Server};
 use super::workload::{OpenArrivals, StartTimes, Workload};
@@ -52,23 +54,29 @@ struct QueueModel {
     rec: RunRecorder,
     net: Network,
     instant_net: bool,
+    /// The idempotency keys the clients' attempts carry (made only when the server keeps a
+    /// dedup store).
+    keys: KeyMode,
     arrivals_rng: Xoshiro256PlusPlus,
     open: Option<(OpenArrivals, u32)>,
     /// Closed workloads: the clients' first start times (none for open workloads).
     first_starts: StartTimes,
 }
 
-/// Runs one replication of a queue-server experiment.
+/// Runs one replication of a queue-server experiment; the clients' attempts carry `keys`.
+#[allow(clippy::too_many_arguments)]
 pub fn run<Q: EventQueue<Ev>>(
     spec: &QueueServerSpec,
     workload: &Workload,
     net: Network,
     clients: Clients,
+    keys: KeyMode,
     run_seed: u64,
     horizon: Instant,
     series: TimeSeries,
 ) -> RunMetrics {
     let server = Server::new(spec, run_seed);
+    let server_keeps_keys = server.keeps_keys();
     let fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
     for at in server.capacity_restorations() {
@@ -80,6 +88,7 @@ pub fn run<Q: EventQueue<Ev>>(
         rec: RunRecorder::new(fault_span.is_some(), series),
         instant_net: net.is_instant(),
         net,
+        keys: if server_keeps_keys { keys } else { KeyMode::None },
         arrivals_rng: stream(run_seed, Stream::Arrivals),
         open: None,
         first_starts: StartTimes::new(0, Span::ZERO),
@@ -100,6 +109,14 @@ pub fn run<Q: EventQueue<Ev>>(
         }
     }
     engine::run(&mut model, &mut sched, horizon);
+    model.rec.keys_peak(model.server.keys_peak());
+    // Operations pending at the horizon fail as unfinished: those whose effect happened are
+    // failed but applied.
+    for op in model.clients.ops.pending() {
+        if op.executions > 0 {
+            model.rec.failed_but_applied();
+        }
+    }
     model.clients.finish(model.rec, sched.processed(), fault_span, horizon)
 }
 
@@ -165,7 +182,10 @@ impl QueueModel {
         let attempt = match self.clients.send(op, s.now(), &mut self.rec) {
             Sent::Attempt(a) => a,
             Sent::Wait(wait) => return s.schedule_in(wait, Ev::Send { op }),
-            Sent::Ended(next) => return self.next_op(next, s),
+            Sent::Ended(next) => {
+                self.ended_in_failure(op);
+                return self.next_op(next, s);
+            }
         };
         if !attempt.gives_up_at.is_never() {
             self.clients.ops.get(op).refs += 1;
@@ -186,9 +206,12 @@ impl QueueModel {
     }
 
     /// A request reaches the server and passes its admission pipeline.
-    fn arrive<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
+    fn arrive<Q: EventQueue<Ev>>(&mut self, mut req: Request, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
         self.rec.server_call();
+        if self.keys != KeyMode::None {
+            req.key_tag = self.key_tag(req.op);
+        }
         match self.server.arrive(req, now) {
             Arrival::Answered(o) => {
                 self.rec.rejected(now);
@@ -202,8 +225,25 @@ impl QueueModel {
                 self.accepted(now);
                 s.schedule_in(service, Ev::Done { worker })
             }
-            Arrival::Queued => self.accepted(now),
+            Arrival::Queued | Arrival::Parked => self.accepted(now),
+            Arrival::Replayed(o) => self.replayed(req, o, s),
         }
+    }
+
+    /// The dedup store answered `req` at once with `reply` (out of line, so that the event
+    /// loop does not inline the client's answer handling a second time).
+    #[inline(never)]
+    fn replayed<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
+        self.accepted(s.now());
+        self.respond(req, reply, s)
+    }
+
+    /// The idempotency key a request of operation `op` carries (only called when keys are
+    /// made).
+    #[cold]
+    #[inline(never)]
+    fn key_tag(&self, op: u32) -> KeyTag {
+        KeyTag::new(self.keys, self.clients.ops.id(op))
     }
 
     #[inline]
@@ -213,19 +253,37 @@ impl QueueModel {
         self.rec.levels(now, busy, queued);
     }
 
-    /// A worker finished: the side effect happens, the answer goes back, and the next waiting
-    /// request starts.
+    /// A worker finished: the side effect happens, the answer goes back (and to the requests
+    /// parked on its idempotency key), and the next waiting request starts.
     fn done<Q: EventQueue<Ev>>(&mut self, worker: u32, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
-        let (req, started) = self.server.done(worker);
+        let (req, started) = self.server.done(worker, now);
         let op = self.clients.ops.get(req.op);
         op.executions += 1;
         self.rec.side_effect(op.executions, now);
+        if op.executions == 1 && op.ended {
+            // An operation that ended in success had its effect already (a success answer
+            // comes from its execution, or from the store that recorded one), so this one
+            // ended in failure: the client gave up before its effect happened.
+            self.rec.failed_but_applied();
+        }
         if req.gives_up_at < now {
             self.rec.wasted(now.since(started.max(req.gives_up_at)));
         }
         self.respond(req, req.answer, s);
+        if self.server.keeps_keys() {
+            self.answer_parked(s);
+        }
         self.start_waiting(s);
+    }
+
+    /// Sends back the answers of the requests that were parked on the key whose work just
+    /// completed (out of line: only runs with a dedup store).
+    #[inline(never)]
+    fn answer_parked<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+        while let Some(parked) = self.server.pop_answered() {
+            self.respond(parked, parked.answer, s);
+        }
     }
 
     /// Starts waiting requests while workers are free.
@@ -274,7 +332,20 @@ impl QueueModel {
         let retry_after = reply.retry_after.decode();
         match self.clients.fail(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
             AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::Send { op }),
-            AfterFailure::Ended(next) => self.next_op(next, s),
+            AfterFailure::Ended(next) => {
+                self.ended_in_failure(op);
+                self.next_op(next, s)
+            }
+        }
+    }
+
+    /// Operation `op` just ended in failure: counted as failed but applied if its effect has
+    /// happened. (Its slot may be free already, but it holds the operation until a new one
+    /// starts in it, which only `Clients::start` does.)
+    #[inline]
+    fn ended_in_failure(&mut self, op: u32) {
+        if self.clients.ops.get(op).executions > 0 {
+            self.rec.failed_but_applied();
         }
     }
 

@@ -2,14 +2,25 @@
 //! stages in this order, each a small part in its own file:
 //!
 //! 1. [`faults`]: outages and error answers (DESIGN §3.4);
-//! 2. [`workers`]: `concurrency` workers and a bounded FIFO queue; a request that finds the
-//!    queue full is rejected.
+//! 2. [`rate_limit`]: `[server.rate_limit]`, a token bucket answering 429 with Retry-After;
+//! 3. [`idempotency`]: `[server.idempotency]`, the dedup store for idempotency keys: a repeat
+//!    of a finished key is answered from the store, a repeat of a key in progress gets 409 or
+//!    waits;
+//! 4. [`workers`]: `concurrency` workers and a bounded FIFO queue; a request that finds the
+//!    queue full is rejected (with "overloaded; don't retry" when `reject_dont_retry`);
+//!    [`overload`] (`[server.overload]`) stretches the service time of each request that
+//!    starts.
 //!
-//! A stage lets the request through ([`Admission::Continue`]), answers it at once, or drops
-//! it without an answer. Adding a stage is a new file, a field in [`Server`] and one line in
-//! [`Server::arrive`]; no other stage changes.
+//! A stage lets the request through ([`Admission::Continue`]), answers it at once, parks it,
+//! or drops it without an answer. Adding a stage is a new file, a field in [`Server`] and one
+//! line in `Server::screen` (the stages between the faults and the workers) or
+//! [`Server::arrive`]; no other stage changes. A stage that is not configured is a `None`, and
+//! the stages between faults and workers are skipped with one check when none is configured.
 
 pub mod faults;
+pub mod idempotency;
+pub mod overload;
+pub mod rate_limit;
 pub mod workers;
 
 use crate::engine::rng::{Stream, stream};
@@ -18,7 +29,10 @@ use crate::experiment::QueueServerSpec;
 use crate::metrics::recovery::FaultSpan;
 use crate::policy::{Outcome, RetryAfter};
 use faults::Faults;
-use workers::{Placed, Workers};
+use idempotency::{Key, KeyTag, Store};
+use overload::Overload;
+use rate_limit::RateLimit;
+use workers::{Next, Placed, Workers};
 
 /// A Retry-After as an answer carries it, packed in 4 bytes so that events stay small: none,
 /// "don't retry", or a delay in whole milliseconds, rounded up (up to about 49 days).
@@ -70,11 +84,22 @@ pub struct Request {
     pub gives_up_at: Instant,
     /// The answer once the work is done: success, or an `after_effect` error drawn at arrival.
     pub answer: Reply,
+    /// Its idempotency key ([`KeyTag::NONE`]: none), see [`Request::key`].
+    pub key_tag: KeyTag,
 }
+
+// Requests are copied through the stages and held by the queue and the workers: keep them small.
+const _: () = assert!(std::mem::size_of::<Request>() == 32);
 
 impl Request {
     pub fn new(op: u32, attempt: u32, gives_up_at: Instant) -> Request {
-        Request { op, attempt, gives_up_at, answer: Reply::SUCCESS }
+        Request { op, attempt, gives_up_at, answer: Reply::SUCCESS, key_tag: KeyTag::NONE }
+    }
+
+    /// Its idempotency key ([`Key::NONE`]: none).
+    #[inline]
+    pub fn key(&self) -> Key {
+        self.key_tag.key(self.op, self.attempt)
     }
 }
 
@@ -87,15 +112,39 @@ pub enum Admission {
     Answer(Reply),
     /// Never answer it (the client sees its timeout).
     Silence,
+    /// Answer it now from the dedup store: the server handled it, without the work.
+    Replay(Reply),
+    /// Hold it without the work; it is answered later (a repeat parked on its key).
+    Park,
 }
 
-/// What became of an arriving request.
+impl Admission {
+    /// What becomes of the request if the stage does not let it through.
+    #[inline]
+    fn stop(self) -> Option<Arrival> {
+        match self {
+            Admission::Continue => None,
+            Admission::Answer(r) => Some(Arrival::Answered(r)),
+            Admission::Silence => Some(Arrival::Silenced),
+            Admission::Replay(r) => Some(Arrival::Replayed(r)),
+            Admission::Park => Some(Arrival::Parked),
+        }
+    }
+}
+
+/// What became of an arriving request. `Answered` and `Silenced` turn it away (the time
+/// series' `rejected`); the others take it in (`accepted`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arrival {
-    /// Answered at once, without the work.
+    /// Turned away at once with an error answer, without the work.
     Answered(Reply),
     /// Dropped without an answer.
     Silenced,
+    /// Answered at once from the dedup store (a repeat of a finished key), without the work.
+    Replayed(Reply),
+    /// Parked on its key, in progress: answered when the request executing it finishes
+    /// ([`Server::pop_answered`]).
+    Parked,
     /// A worker started on it; it is done after `service`.
     Started { worker: u32, service: Span },
     /// It waits in the queue.
@@ -105,15 +154,49 @@ pub enum Arrival {
 /// The server of one run: its admission stages and its workers.
 pub struct Server {
     faults: Faults,
+    rate_limit: Option<RateLimit>,
+    store: Option<Store>,
+    overload: Option<Overload>,
     workers: Workers,
+    /// Whether a stage between the faults and the workers is configured.
+    screens: bool,
+    /// Sent with full-queue rejections: none, or "overloaded; don't retry".
+    reject_retry_after: RetryAfterCode,
+    drop_expired: bool,
+    /// A parked request that now executes its key because the request executing it was
+    /// dropped: it takes that request's place at the head of the queue.
+    promoted: Option<Request>,
 }
 
 impl Server {
     pub fn new(spec: &QueueServerSpec, run_seed: u64) -> Server {
         Server {
             faults: Faults::new(&spec.faults, &spec.errors, stream(run_seed, Stream::Faults)),
+            rate_limit: spec.rate_limit.as_ref().map(RateLimit::new),
+            store: spec.idempotency.as_ref().map(Store::new),
+            overload: spec.overload.as_ref().map(Overload::new),
             workers: Workers::new(spec, stream(run_seed, Stream::Service)),
+            screens: spec.rate_limit.is_some() || spec.idempotency.is_some(),
+            reject_retry_after: if spec.reject_dont_retry {
+                RetryAfterCode::DONT_RETRY
+            } else {
+                RetryAfterCode::NONE
+            },
+            drop_expired: spec.drop_expired,
+            promoted: None,
         }
+    }
+
+    /// Whether the server keeps a dedup store (otherwise requests' keys are ignored, and need
+    /// not be made).
+    #[inline]
+    pub fn keeps_keys(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// The most idempotency keys the dedup store held at once (0 without a store).
+    pub fn keys_peak(&self) -> u64 {
+        self.store.as_ref().map_or(0, |s| s.peak() as u64)
     }
 
     /// The span of the faults that start before `horizon` (for the recovery analysis).
@@ -129,31 +212,120 @@ impl Server {
     /// A request arrives at `now` and passes the stages in order.
     #[inline]
     pub fn arrive(&mut self, mut req: Request, now: Instant) -> Arrival {
-        match self.faults.admit(now, &mut req) {
-            Admission::Continue => {}
-            Admission::Answer(o) => return Arrival::Answered(o),
-            Admission::Silence => return Arrival::Silenced,
+        if let Some(stop) = self.faults.admit(now, &mut req).stop() {
+            return stop;
+        }
+        if self.screens
+            && let Some(stop) = self.screen(&req, now)
+        {
+            return stop;
         }
         let (capacity, slowdown) = self.conditions(now);
         match self.workers.place(req, now, capacity, slowdown) {
-            Placed::Started { worker, service } => Arrival::Started { worker, service },
+            Placed::Started { worker, service } => {
+                Arrival::Started { worker, service: self.stretch(service) }
+            }
             Placed::Queued => Arrival::Queued,
-            Placed::Rejected(o) => Arrival::Answered(Reply::of(o)),
+            Placed::Rejected(o) => {
+                if self.store.is_some() {
+                    self.rejected_key(req.key());
+                }
+                Arrival::Answered(Reply { outcome: o, retry_after: self.reject_retry_after })
+            }
         }
     }
 
-    /// Worker `worker` finished: its request and when it started serving it.
+    /// The stages between the faults and the workers, when any is configured (out of line, so
+    /// that a server without them runs the event loop it ran before they existed).
+    #[inline(never)]
+    fn screen(&mut self, req: &Request, now: Instant) -> Option<Arrival> {
+        if let Some(rl) = &mut self.rate_limit
+            && let Some(stop) = rl.admit(now).stop()
+        {
+            return Some(stop);
+        }
+        if let Some(store) = &mut self.store
+            && let Some(stop) = store.admit(req, now).stop()
+        {
+            return Some(stop);
+        }
+        None
+    }
+
+    /// The full queue rejected a request that was to execute `key`: the key was new (a key
+    /// in progress never reaches the workers), so no request is parked on it: it is only
+    /// forgotten.
+    #[cold]
+    #[inline(never)]
+    fn rejected_key(&mut self, key: Key) {
+        if let Some(store) = &mut self.store {
+            let promoted = store.abandon(key);
+            debug_assert!(promoted.is_none());
+        }
+    }
+
+    /// Worker `worker` finished at `now`: its request and when it started serving it. The
+    /// request's key, if any, is done; the requests parked on it are then answered
+    /// ([`Server::pop_answered`]).
     #[inline]
-    pub fn done(&mut self, worker: u32) -> (Request, Instant) {
-        self.workers.done(worker)
+    pub fn done(&mut self, worker: u32, now: Instant) -> (Request, Instant) {
+        let (req, started) = self.workers.done(worker);
+        if let Some(store) = &mut self.store {
+            store.complete(req.key(), now);
+        }
+        (req, started)
+    }
+
+    /// A parked request whose key's work completed, with its answer in `answer`.
+    #[inline]
+    pub fn pop_answered(&mut self) -> Option<Request> {
+        self.store.as_mut()?.pop_answered()
     }
 
     /// Starts the next waiting request if a worker is free; `drop_expired` drops requests
-    /// whose client gave up (returned, so their operation's reference can be released).
+    /// whose client gave up (returned, so their operation's reference can be released). A
+    /// dropped request's key passes to the first request parked on it, which starts next.
     #[inline]
-    pub fn next_waiting(&mut self, now: Instant) -> Option<workers::Next> {
+    pub fn next_waiting(&mut self, now: Instant) -> Option<Next> {
         let (capacity, slowdown) = self.conditions(now);
-        self.workers.next(now, capacity, slowdown)
+        if let Some(p) = self.promoted {
+            if self.workers.levels().0 >= capacity {
+                return None;
+            }
+            self.promoted = None;
+            if self.drop_expired && p.gives_up_at <= now {
+                return Some(self.dropped(p));
+            }
+            return match self.workers.place(p, now, capacity, slowdown) {
+                Placed::Started { worker, service } => {
+                    Some(Next::Started { worker, service: self.stretch(service) })
+                }
+                _ => unreachable!("a worker is free"),
+            };
+        }
+        match self.workers.next(now, capacity, slowdown)? {
+            Next::Started { worker, service } => {
+                Some(Next::Started { worker, service: self.stretch(service) })
+            }
+            Next::Dropped(req) => Some(self.dropped(req)),
+        }
+    }
+
+    /// `req` was dropped unserved: its key, if any, is released.
+    fn dropped(&mut self, req: Request) -> Next {
+        if let Some(store) = &mut self.store {
+            self.promoted = store.abandon(req.key());
+        }
+        Next::Dropped(req)
+    }
+
+    /// The service time of a request that just started, after `[server.overload]`.
+    #[inline]
+    fn stretch(&self, service: Span) -> Span {
+        match &self.overload {
+            None => service,
+            Some(o) => o.stretch(service, self.workers.levels().0),
+        }
     }
 
     /// Requests being served, and waiting.
