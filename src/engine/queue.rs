@@ -20,6 +20,12 @@ pub trait EventQueue<E>: Default {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Removes every event, as if the queue were new, so that it can serve another run. The
+    /// queues of this module keep their memory, so a worker that reuses one queue for many
+    /// runs allocates nothing once it has seen its largest run; the default makes a new one.
+    fn clear(&mut self) {
+        *self = Self::default();
+    }
 }
 
 /// `(time, seq)` packed into one `u128` (time in the high half), so one integer comparison
@@ -88,5 +94,9 @@ impl<E> EventQueue<E> for HeapQueue<E> {
     #[inline]
     fn len(&self) -> usize {
         self.heap.len()
+    }
+
+    fn clear(&mut self) {
+        self.heap.clear();
     }
 }
