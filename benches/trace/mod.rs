@@ -6,6 +6,9 @@
 //! events), with no model at all: its cost is what the engine (scheduler + queue) costs that
 //! run, and the rest of a real run's cost is the model's.
 
+// Shared by the `engine` and `engine_share` benches, each using part of it.
+#![allow(dead_code)]
+
 use retrysim::engine::rng::run_seed;
 use retrysim::engine::{CalendarQueue, EventQueue, HeapQueue, Instant, Nanos, Scheduler};
 use retrysim::experiment::Experiment;
