@@ -400,7 +400,7 @@ impl<E: Copy> CalendarQueue<E> {
         let first = self.window_end >> self.shift;
         let a = first + ((i as u64).wrapping_sub(first) & self.ring_mask());
         let start = a << self.shift;
-        self.window_end = bucket_start(a + 1, self.shift);
+        self.window_end = bucket_start(a.saturating_add(1), self.shift);
         self.window.clear();
         self.cursor = 0;
         let slots = self.pool.slots.as_slice();
@@ -510,9 +510,10 @@ impl<E: Copy> CalendarQueue<E> {
             .then(|| (elapsed as u128 * TARGET_PER_BUCKET as u128 / pops as u128).max(1) as Nanos)
     }
 
-    /// log2 of `width` rounded up to a power of two.
+    /// log2 of `width` rounded up to a power of two (at most 2^63 ns: a shift of 64 would
+    /// not shift at all).
     fn shift_for(width: Nanos) -> u32 {
-        if width <= 1 { 0 } else { 64 - (width - 1).leading_zeros() }
+        if width <= 1 { 0 } else { (64 - (width - 1).leading_zeros()).min(63) }
     }
 
     /// Called when the current window's heap has grown past `late_limit`: the buckets are too
@@ -581,7 +582,7 @@ impl<E: Copy> CalendarQueue<E> {
         // A power of two, so that a bucket number is a shift.
         self.shift = Self::shift_for(width);
         self.window_end = (lo >> self.shift) << self.shift;
-        self.overflow_start = bucket_start((lo >> self.shift) + buckets, self.shift);
+        self.overflow_start = bucket_start((lo >> self.shift).saturating_add(buckets), self.shift);
         self.popped_since = (self.now, 0);
         // Each chunk of the old overflow goes back to the pool as soon as it is read, so the
         // ring reuses it: the pending events are not held twice.
@@ -675,7 +676,9 @@ impl<E: Copy> EventQueue<E> for CalendarQueue<E> {
         if time == self.now {
             self.now_list.push_back(event);
         } else if time >= self.window_end {
-            if time < self.overflow_start || self.overflow_start == Nanos::MAX {
+            // (When the ring reaches the end of time, an event at exactly `Nanos::MAX` waits in
+            // the overflow: the rebuild that the ring's running dry brings puts it last.)
+            if time < self.overflow_start {
                 self.place_in_ring(Entry { time, event });
             } else {
                 self.pool.append(&mut self.overflow, Entry { time, event });

@@ -85,6 +85,25 @@ pub(crate) fn check<Q: EventQueue<u64>>() {
         reused.clear();
     }
 
+    // The end of time: events at `u64::MAX` (saturated sums) pop last, in scheduling order,
+    // also when nothing else is pending.
+    let mut q = Q::default();
+    q.push(u64::MAX, 0, 0);
+    q.push(u64::MAX, 1, 1);
+    assert_eq!(q.pop_if_at_most(u64::MAX - 1), None);
+    assert_eq!(q.pop_if_at_most(u64::MAX), Some((u64::MAX, 0)));
+    q.push(u64::MAX, 2, 2);
+    assert_eq!(q.pop_if_at_most(u64::MAX), Some((u64::MAX, 1)));
+    assert_eq!(q.pop_if_at_most(u64::MAX), Some((u64::MAX, 2)));
+    let mut q = Q::default();
+    for (s, t) in [5, u64::MAX, u64::MAX - 1, 7, u64::MAX].into_iter().enumerate() {
+        q.push(t, s as u64, s as u64);
+    }
+    assert_eq!(q.pop_if_at_most(u64::MAX), Some((5, 0)));
+    q.push(u64::MAX, 5, 5);
+    let rest: Vec<_> = std::iter::from_fn(|| q.pop_if_at_most(u64::MAX)).collect();
+    assert_eq!(rest, [(7, 3), (u64::MAX - 1, 2), (u64::MAX, 1), (u64::MAX, 4), (u64::MAX, 5)]);
+
     // The horizon leaves later events pending, and earlier ones can still be pushed.
     let mut q = Q::default();
     q.push(10, 0, 100);
