@@ -376,6 +376,21 @@ impl<E: Copy> CalendarQueue<E> {
         self.occupied[i / 64] |= 1 << (i % 64);
     }
 
+    /// [`EventQueue::push`] of an event into the current window (after it was sorted), or
+    /// past the ring. (When the ring reaches the end of time, an event at exactly `Nanos::MAX`
+    /// waits in the overflow: the rebuild that the ring's running dry brings puts it last.)
+    #[inline(never)]
+    fn push_late_or_far(&mut self, time: Nanos, seq: u64, event: E) {
+        if time >= self.window_end {
+            self.pool.append(&mut self.overflow, Entry { time, event });
+        } else {
+            self.late.push(Late { key: ((time as u128) << 64) | seq as u128, event });
+            if self.late.len() > self.late_limit {
+                self.rewindow_if_too_wide();
+            }
+        }
+    }
+
     /// Makes the next non-empty bucket the window (rebuilding the ring from the overflow when
     /// the ring is empty). Called only when the window and `late` are empty.
     #[inline(never)]
@@ -675,19 +690,10 @@ impl<E: Copy> EventQueue<E> for CalendarQueue<E> {
         self.len += 1;
         if time == self.now {
             self.now_list.push_back(event);
-        } else if time >= self.window_end {
-            // (When the ring reaches the end of time, an event at exactly `Nanos::MAX` waits in
-            // the overflow: the rebuild that the ring's running dry brings puts it last.)
-            if time < self.overflow_start {
-                self.place_in_ring(Entry { time, event });
-            } else {
-                self.pool.append(&mut self.overflow, Entry { time, event });
-            }
+        } else if time >= self.window_end && time < self.overflow_start {
+            self.place_in_ring(Entry { time, event });
         } else {
-            self.late.push(Late { key: ((time as u128) << 64) | seq as u128, event });
-            if self.late.len() > self.late_limit {
-                self.rewindow_if_too_wide();
-            }
+            self.push_late_or_far(time, seq, event);
         }
     }
 
