@@ -225,7 +225,8 @@ pub struct CalendarQueue<E> {
     /// Scratch for sorting a bucket: its keys, its chunks, and the sorts' own buffers.
     keys: Vec<u64>,
     wide_keys: Vec<u128>,
-    chunk_ids: Vec<u32>,
+    /// A bucket of several chunks, copied out before it is sorted into the window.
+    spare: Vec<Entry<E>>,
     scratch: Vec<u64>,
     counts: Vec<u32>,
     /// Events scheduled into the current window after it was sorted.
@@ -239,6 +240,8 @@ pub struct CalendarQueue<E> {
     /// absolute bucket number `time >> shift` is `a`, for `window_end >> shift <= a <
     /// overflow_start >> shift`. The vector may be longer (it keeps its largest size).
     ring_bits: u32,
+    /// `R - 1`, for a ring index.
+    ring_mask: u64,
     ring: Vec<List>,
     /// One bit per ring bucket: set iff it is non-empty.
     occupied: Vec<u64>,
@@ -266,13 +269,14 @@ impl<E> Default for CalendarQueue<E> {
             cursor: 0,
             keys: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
             wide_keys: Vec::new(),
-            chunk_ids: Vec::with_capacity(16),
+            spare: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
             scratch: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
             counts: Vec::with_capacity(4 * TARGET_PER_BUCKET as usize + 1),
             late: BinaryHeap::with_capacity(64),
             window_end: 0,
             shift: 0,
             ring_bits: MIN_RING_BITS,
+            ring_mask: (1 << MIN_RING_BITS) - 1,
             ring: vec![List::EMPTY; 1 << MIN_RING_BITS],
             occupied: vec![0; 1 << (MIN_RING_BITS - 6)],
             overflow_start: 0,
@@ -286,12 +290,6 @@ impl<E> Default for CalendarQueue<E> {
 }
 
 impl<E: Copy> CalendarQueue<E> {
-    /// `R - 1`, for a ring index.
-    #[inline]
-    fn ring_mask(&self) -> u64 {
-        (1 << self.ring_bits) - 1
-    }
-
     /// The time of the earliest event in the window or `late`.
     #[inline]
     fn window_time(&self) -> Option<Nanos> {
@@ -371,7 +369,7 @@ impl<E: Copy> CalendarQueue<E> {
 
     #[inline]
     fn place_in_ring(&mut self, e: Entry<E>) {
-        let i = ((e.time >> self.shift) & self.ring_mask()) as usize;
+        let i = ((e.time >> self.shift) & self.ring_mask) as usize;
         self.pool.append(&mut self.ring[i], e);
         self.occupied[i / 64] |= 1 << (i % 64);
     }
@@ -413,7 +411,7 @@ impl<E: Copy> CalendarQueue<E> {
         self.occupied[i / 64] &= !(1 << (i % 64));
         // Absolute bucket number: the first at or after the window end with this index.
         let first = self.window_end >> self.shift;
-        let a = first + ((i as u64).wrapping_sub(first) & self.ring_mask());
+        let a = first + ((i as u64).wrapping_sub(first) & self.ring_mask);
         let start = a << self.shift;
         self.window_end = bucket_start(a.saturating_add(1), self.shift);
         self.window.clear();
@@ -425,55 +423,45 @@ impl<E: Copy> CalendarQueue<E> {
         } else if n <= CHUNK && self.shift <= NARROW_SHIFT {
             // One chunk: the common case.
             let chunk = &slots[list.head as usize * CHUNK..][..n];
-            self.keys.clear();
-            self.keys.extend(chunk.iter().zip(0u64..).map(|(e, p)| ((e.time - start) << 32) | p));
-            self.keys.sort_unstable();
-            self.window.extend(self.keys.iter().map(|&k| chunk[k as u32 as usize]));
+            let mut keys = [0u64; CHUNK];
+            for (k, (e, p)) in keys.iter_mut().zip(chunk.iter().zip(0u64..)) {
+                *k = ((e.time - start) << 32) | p;
+            }
+            let keys = &mut keys[..n];
+            insertion_sort(keys);
+            self.window.extend(keys.iter().map(|&k| chunk[k as u32 as usize]));
         } else {
-            self.chunk_ids.clear();
+            // Several chunks: copy the entries out in scheduling order, sort their keys, then
+            // gather them in that order into the spare buffer, which becomes the window.
+            let mut bucket = std::mem::take(&mut self.spare);
+            bucket.clear();
             let (mut c, mut left) = (list.head, n);
             while left > 0 {
-                self.chunk_ids.push(c);
-                left -= left.min(CHUNK);
+                let len = left.min(CHUNK);
+                bucket.extend_from_slice(&slots[c as usize * CHUNK..][..len]);
+                left -= len;
                 c = self.pool.next[c as usize];
             }
-            let chunks = self.chunk_ids.as_slice();
-            let entry = |k: u64| {
-                let p = k as u32 as usize;
-                slots[chunks[p / CHUNK] as usize * CHUNK + p % CHUNK]
-            };
             if self.shift <= NARROW_SHIFT {
                 self.keys.clear();
-                for (k, &c) in chunks.iter().enumerate() {
-                    let first = k * CHUNK;
-                    let chunk = &slots[c as usize * CHUNK..][..(n - first).min(CHUNK)];
-                    self.keys
-                        .extend(chunk.iter().zip(first as u64..).map(|(e, p)| ((e.time - start) << 32) | p));
-                }
+                self.keys.extend(bucket.iter().zip(0u64..).map(|(e, p)| ((e.time - start) << 32) | p));
                 sort_keys(&mut self.keys, &mut self.scratch, &mut self.counts, self.shift);
-                self.window.extend(self.keys.iter().map(|&k| entry(k)));
+                self.window.extend(self.keys.iter().map(|&k| bucket[k as u32 as usize]));
             } else {
                 self.wide_keys.clear();
-                for (k, &c) in chunks.iter().enumerate() {
-                    let first = k * CHUNK;
-                    let chunk = &slots[c as usize * CHUNK..][..(n - first).min(CHUNK)];
-                    self.wide_keys.extend(
-                        chunk
-                            .iter()
-                            .zip(first as u128..)
-                            .map(|(e, p)| (((e.time - start) as u128) << 32) | p),
-                    );
-                }
+                self.wide_keys
+                    .extend(bucket.iter().zip(0u128..).map(|(e, p)| (((e.time - start) as u128) << 32) | p));
                 self.wide_keys.sort_unstable();
-                self.window.extend(self.wide_keys.iter().map(|&k| entry(k as u64)));
+                self.window.extend(self.wide_keys.iter().map(|&k| bucket[k as u32 as usize]));
             }
+            self.spare = bucket;
         }
         self.pool.release(list);
     }
 
     /// The ring index of the earliest non-empty bucket, scanning from the window end.
     fn first_occupied(&self) -> Option<usize> {
-        let start = ((self.window_end >> self.shift) & self.ring_mask()) as usize;
+        let start = ((self.window_end >> self.shift) & self.ring_mask) as usize;
         // The first word, masked to the buckets at or after `start`.
         let (w0, b0) = (start / 64, start % 64);
         let masked = self.occupied[w0] & (!0u64 << b0);
@@ -589,6 +577,7 @@ impl<E: Copy> CalendarQueue<E> {
         }
         let (bits, width) = self.ring_for(lo, hi, pace);
         self.ring_bits = bits;
+        self.ring_mask = (1 << bits) - 1;
         let buckets = 1u64 << bits;
         if self.ring.len() < buckets as usize {
             self.ring.resize(buckets as usize, List::EMPTY);
@@ -603,7 +592,7 @@ impl<E: Copy> CalendarQueue<E> {
         // ring reuses it: the pending events are not held twice.
         let overflow = std::mem::replace(&mut self.overflow, List::EMPTY);
         let (shift, overflow_start) = (self.shift, self.overflow_start);
-        let mask = self.ring_mask();
+        let mask = self.ring_mask;
         let (ring, occupied, new_overflow) = (&mut self.ring, &mut self.occupied, &mut self.overflow);
         self.pool.drain(overflow, |pool, e| {
             if e.time >= overflow_start && overflow_start != Nanos::MAX {
@@ -732,6 +721,7 @@ impl<E: Copy> EventQueue<E> for CalendarQueue<E> {
         self.window_end = 0;
         self.shift = 0;
         self.ring_bits = MIN_RING_BITS;
+        self.ring_mask = (1 << MIN_RING_BITS) - 1;
         for (w, word) in self.occupied.iter_mut().enumerate() {
             while *word != 0 {
                 self.ring[w * 64 + word.trailing_zeros() as usize] = List::EMPTY;
