@@ -609,8 +609,11 @@ fn sort_keys(keys: &mut Vec<u64>, scratch: &mut Vec<u64>, counts: &mut Vec<u32>,
     let low = 32 + shift - bits;
     counts.clear();
     counts.resize((1 << bits) + 1, 0);
+    let mut crowded = false;
     for &k in keys.iter() {
-        counts[(k >> low) as usize + 1] += 1;
+        let c = &mut counts[(k >> low) as usize + 1];
+        *c += 1;
+        crowded |= *c as usize > SMALL_SORT;
     }
     for d in 1..counts.len() {
         counts[d] += counts[d - 1];
@@ -623,6 +626,19 @@ fn sort_keys(keys: &mut Vec<u64>, scratch: &mut Vec<u64>, counts: &mut Vec<u32>,
         *d += 1;
     }
     std::mem::swap(keys, scratch);
+    if crowded {
+        // Events bunched within one digit (a burst narrower than the bucket / n): sort each
+        // such digit on its own, so that the insertion sort stays linear. `counts[d]` is now
+        // the end of digit d.
+        let mut begin = 0;
+        for &end in counts.iter() {
+            let end = end as usize;
+            if end > begin + SMALL_SORT {
+                keys[begin..end].sort_unstable();
+            }
+            begin = begin.max(end);
+        }
+    }
     insertion_sort(keys);
 }
 
@@ -754,6 +770,27 @@ mod tests {
             max_late = max_late.max(q.late.len());
         }
         assert!(max_late <= 2 * LATE_LIMIT, "the window's heap grew to {max_late}");
+    }
+
+    #[test]
+    fn a_tight_burst_in_a_wide_bucket() {
+        use super::super::HeapQueue;
+        use rand::{Rng, SeedableRng};
+        // A few far-off timers make the buckets wide; then 100,000 events land within one
+        // microsecond, in random order, ties included: one bucket, one counting-sort digit.
+        let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(3);
+        let (mut q, mut heap) = (CalendarQueue::default(), HeapQueue::default());
+        let times = (0..10)
+            .map(|i| 1_000_000_000_000 * (i + 1))
+            .chain((0..100_000).map(|_| 5_000_000 + r.next_u64() % 1_000));
+        for (s, t) in times.enumerate() {
+            q.push(t, s as u64, s as u64);
+            heap.push(t, s as u64, s as u64);
+        }
+        while let Some(e) = heap.pop_if_at_most(u64::MAX) {
+            assert_eq!(q.pop_if_at_most(u64::MAX), Some(e));
+        }
+        assert!(q.is_empty());
     }
 
     #[test]
