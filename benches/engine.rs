@@ -2,12 +2,17 @@
 //!
 //! Each group reports a throughput: events per second for whole runs, operations per second
 //! for the event queues and the backoff draws. README's Performance section quotes them.
+//!
+//! On a shared machine, shorten and repeat: `cargo bench --bench engine -- --warm-up-time 1
+//! --measurement-time 3 herd_10k`.
+
+mod trace;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use retrysim::engine::rng::run_seed;
-use retrysim::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
+use retrysim::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue, Scheduler};
 use retrysim::experiment::{self, BackoffSpec, Duration, Experiment, Overrides};
 use retrysim::model::{Calendar, Heap, QueueChoice, Radix, simulate_with};
 use std::hint::black_box;
@@ -119,6 +124,24 @@ fn herds(c: &mut Criterion) {
     one_run::<Heap>(c, "herd_1m", "heap", &million, 10);
 }
 
+/// The engine alone on the 10k herd's event-queue traffic (run 0's calls, recorded once and
+/// replayed without the model, `trace/mod.rs`): on one calendar queue reused across runs
+/// (`Scheduler::reset`, how a worker thread can run its replications), on a new calendar
+/// queue each run (how runs are made today), and on a new binary heap each run.
+fn herd_engine(c: &mut Criterion) {
+    let herd = load("herd-10k.toml", &[]);
+    let (calls, events) = trace::record(&herd);
+    let mut g = c.benchmark_group("herd_10k_engine");
+    g.sample_size(50).throughput(Throughput::Elements(events));
+    let mut reused = Scheduler::default();
+    g.bench_function("calendar_reused", |b| b.iter(|| trace::replay_calendar(&calls, &mut reused)));
+    g.bench_function("calendar_new", |b| {
+        b.iter(|| trace::replay_calendar(&calls, &mut Scheduler::default()))
+    });
+    g.bench_function("heap_new", |b| b.iter(|| trace::replay_heap(&calls, &mut Scheduler::default())));
+    g.finish();
+}
+
 fn occ_study(c: &mut Criterion) {
     let exp = load("aws-2015-jitter.toml", &[("workload.clients", "100")]);
     let point = &exp.points[0];
@@ -156,5 +179,27 @@ fn sweep_threads(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, event_queues, backoff_draws, herds, occ_study, sweep_threads);
+/// The whole AWS study as shipped (19 client counts x 5 strategies x 100 runs) on 2 threads.
+fn sweep_aws(c: &mut Criterion) {
+    let exp = load("aws-2015-jitter.toml", &[]);
+    let events = retrysim::sweep::run(&exp, &|_| {}).events();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("thread pool");
+    let mut g = c.benchmark_group("sweep_aws");
+    g.sample_size(10).throughput(Throughput::Elements(events));
+    g.bench_function("threads_2", |b| {
+        b.iter(|| pool.install(|| retrysim::sweep::run(&exp, &|_| {}).events()))
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    event_queues,
+    backoff_draws,
+    herds,
+    herd_engine,
+    occ_study,
+    sweep_threads,
+    sweep_aws
+);
 criterion_main!(benches);

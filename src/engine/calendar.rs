@@ -1,37 +1,62 @@
 //! A calendar queue: the event queue used by default.
 //!
-//! Pending events live in three tiers by how far ahead they are:
+//! Pending events live in four places by how far ahead they are:
 //!
-//! 1. the *current window* `[.., window_end)`: a vector sorted in descending `(time, seq)`
-//!    order, popped from the back, plus a small binary heap (`late`) for events scheduled into
-//!    the window after it was sorted;
-//! 2. a *ring* of `RING` buckets of width `2^shift` ns covering `[window_end, overflow_start)`,
-//!    each an unsorted vector; when the window runs dry the next non-empty bucket is sorted
-//!    and becomes the window;
-//! 3. an unsorted *overflow* vector for everything at or after `overflow_start`. When the
-//!    ring runs dry, the bucket width is re-chosen from the overflow's span and count (about
+//! 1. the *now list*: a FIFO of the events scheduled at the current time (`time == now`, the
+//!    time of the last pop): zero-delay hops, a herd's clients all starting at t=0. Such an
+//!    event was scheduled after every event already pending, so among the events at `now` it
+//!    comes last: it is popped after those still in the window, in scheduling order, without
+//!    being sorted or heaped;
+//! 2. the *current window* `[.., window_end)`: the entries of one bucket, copied out in
+//!    `(time, seq)` order, found by sorting one compact `u64` key per entry (time offset in
+//!    the bucket, position) rather than the entries; plus a small binary heap (`late`) for
+//!    events scheduled into the window after it was sorted;
+//! 3. a *ring* of `RING` buckets of width `2^shift` ns covering `[window_end, overflow_start)`;
+//!    when the window runs dry, the next non-empty bucket becomes the window;
+//! 4. an unsorted *overflow* list for everything at or after `overflow_start`. When the ring
+//!    runs dry, the bucket width is re-chosen from the overflow's span and count (about
 //!    `TARGET_PER_BUCKET` events per bucket) and the overflow is spread over a fresh ring.
+//!
+//! Ring buckets and the overflow are linked lists of fixed-size chunks taken from one pool
+//! (`Pool`), and every vector keeps its capacity, so once a run has reached its largest
+//! number of pending events the queue allocates nothing; [`EventQueue::clear`] empties it
+//! for the next run and keeps all of that memory (`tests/no_alloc.rs`).
+//!
+//! Exact order without storing sequence numbers: a bucket's (or the overflow's) entries are
+//! kept in scheduling order, because a pushed event has a larger sequence number than every
+//! pending one and goes to the back, and a rebuild spreads the overflow front to back. Two
+//! entries of one bucket with the same time are therefore ordered by position, and sorting
+//! by `(time, position)` is sorting by `(time, seq)`. Entries are 8 bytes smaller for it.
 //!
 //! Sizing buckets from the events waiting can misjudge: a lone timer an hour ahead makes the
 //! first ring's buckets an hour wide, and every event scheduled after that lands in `late`.
 //! When `late` outgrows `LATE_LIMIT`, the width that the pace of recent pops calls for is
 //! used instead and the pending events are re-spread (`rewindow_if_too_wide`).
 //!
-//! An event is moved a small constant number of times and is sorted once in a bucket of a few
-//! dozen, so the cost per event stays flat when a million timers are pending, where a binary
-//! heap misses the cache on every level. Pops are in exact `(time, seq)` order, identical to
-//! [`super::HeapQueue`] (checked by the tests below and by `tests/queue_equivalence.rs`).
-//! Because the next events sit sorted at the back of the window, `peek` can
-//! show the model what comes next, so it can prefetch the memory that event will touch.
+//! An event is moved a small constant number of times and its key is sorted once in a bucket
+//! of a few dozen, so the cost per event stays flat when a million timers are pending, where a
+//! binary heap misses the cache on every level. Pops are in exact `(time, seq)` order,
+//! identical to [`super::HeapQueue`] (checked by the conformance tests and by
+//! `tests/queue_equivalence.rs`). Because the next events sit sorted in the window, `peek`
+//! can show the model what comes next, so it can prefetch the memory that event will touch.
+//!
+//! Like every queue of a discrete-event simulation, it expects events no earlier than the
+//! last one popped (the [`super::Scheduler`] guarantees it) and sequence numbers that increase
+//! with scheduling order.
 
 use super::Nanos;
 use super::queue::EventQueue;
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
 
-/// Buckets in the ring (a power of two): 4,096 by measurement (README, Performance).
+/// Buckets in the ring (a power of two): 4,096 by measurement (README, Performance). More
+/// buckets would keep them smaller when a million events wait, but the tails that pushes
+/// write to would no longer stay in the cache: with 65,536 the million-client herd ran 15 to
+/// 25 % slower (and held 12 MB more in half-filled chunks), for 5 % fewer instructions.
 const RING_BITS: u32 = 12;
 const RING: u64 = 1 << RING_BITS;
+/// Words of the ring's occupancy bitmap.
+const WORDS: usize = (RING / 64) as usize;
 /// Aimed-for events per bucket when the width is chosen: sorting a few dozen is cheap, and
 /// fewer, fuller buckets keep the ring scan short.
 const TARGET_PER_BUCKET: u64 = 16;
@@ -40,25 +65,36 @@ const MIN_POPS_FOR_PACE: u64 = 256;
 /// Events in the current window's heap beyond which the buckets are reconsidered: a heap of
 /// this size is still cheap, a bigger one means the buckets are far too wide.
 const LATE_LIMIT: usize = 1024;
+/// Entries per chunk of the pool: a bucket of `TARGET_PER_BUCKET` events fills one.
+const CHUNK: usize = 16;
+/// "No chunk".
+const NIL: u32 = u32::MAX;
+/// Widest bucket (log2 ns) whose window keys pack into a `u64`: 32 bits of time offset, 32 of
+/// position. Wider buckets (over 4.3 s) sort `u128` keys instead.
+const NARROW_SHIFT: u32 = 32;
 
+#[derive(Clone, Copy)]
 struct Entry<E> {
     time: Nanos,
-    seq: u64,
     event: E,
 }
 
-impl<E> Entry<E> {
-    #[inline]
-    fn key(&self) -> (Nanos, u64) {
-        (self.time, self.seq)
-    }
+/// An event scheduled into the current window after it was sorted: ordered by `(time, seq)`,
+/// reversed so that `BinaryHeap` (a max-heap) pops the earliest.
+struct Late<E> {
+    key: u128,
+    event: E,
 }
 
-/// Orders `late` as a min-heap on `(time, seq)`.
-struct Late<E>(Entry<E>);
+impl<E> Late<E> {
+    #[inline]
+    fn time(&self) -> Nanos {
+        (self.key >> 64) as Nanos
+    }
+}
 impl<E> PartialEq for Late<E> {
     fn eq(&self, o: &Self) -> bool {
-        self.0.key() == o.0.key()
+        self.key == o.key
     }
 }
 impl<E> Eq for Late<E> {}
@@ -69,32 +105,154 @@ impl<E> PartialOrd for Late<E> {
 }
 impl<E> Ord for Late<E> {
     fn cmp(&self, o: &Self) -> Ordering {
-        o.0.key().cmp(&self.0.key())
+        o.key.cmp(&self.key)
+    }
+}
+
+/// A list of entries in scheduling order: a chain of pool chunks, all full but the last.
+#[derive(Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+impl List {
+    const EMPTY: List = List { head: NIL, tail: NIL, len: 0 };
+}
+
+/// Fixed-size chunks of entries, handed out and taken back through a free list. Chunk `c` is
+/// `slots[c * CHUNK..][..CHUNK]`; `next[c]` is the chunk after it in its list.
+struct Pool<E> {
+    slots: Vec<Entry<E>>,
+    next: Vec<u32>,
+    free: u32,
+}
+
+impl<E: Copy> Pool<E> {
+    /// A chunk from the free list, or a new one (filled with copies of `fill`: the slots are
+    /// plain initialised values, so no unsafe code is needed).
+    #[inline]
+    fn alloc(&mut self, fill: Entry<E>) -> u32 {
+        if self.free != NIL {
+            let c = self.free;
+            self.free = self.next[c as usize];
+            return c;
+        }
+        let c = self.next.len();
+        assert!(c < NIL as usize, "calendar queue: too many pending events");
+        // Keep a quarter more room than the most chunks used so far: once a run has reached
+        // its steady state, its ups and downs stay within it and nothing is allocated.
+        let room = c + 1 + c / 4;
+        if self.next.capacity() < room {
+            self.next.reserve(room - c);
+            self.slots.reserve((room - c) * CHUNK);
+        }
+        self.next.push(NIL);
+        self.slots.extend(std::iter::repeat_n(fill, CHUNK));
+        c as u32
+    }
+
+    /// Appends `e` at the back of `list`.
+    #[inline(always)]
+    fn append(&mut self, list: &mut List, e: Entry<E>) {
+        let off = list.len as usize % CHUNK;
+        if off == 0 {
+            self.append_in_new_chunk(list, e);
+        } else {
+            self.slots[list.tail as usize * CHUNK + off] = e;
+        }
+        list.len += 1;
+    }
+
+    /// [`Self::append`] when the list's last chunk is full (or the list is empty).
+    #[inline(never)]
+    fn append_in_new_chunk(&mut self, list: &mut List, e: Entry<E>) {
+        let c = self.alloc(e);
+        if list.len == 0 {
+            list.head = c;
+        } else {
+            self.next[list.tail as usize] = c;
+        }
+        list.tail = c;
+        self.slots[c as usize * CHUNK] = e;
+    }
+
+    /// Gives every chunk of `list` back, in one step.
+    #[inline]
+    fn release(&mut self, list: List) {
+        if list.len > 0 {
+            self.next[list.tail as usize] = self.free;
+            self.free = list.head;
+        }
+    }
+
+    /// Calls `f` on every entry of `list`, front to back, giving each chunk back to the pool
+    /// once it has been read (so that `f`, appending to other lists, reuses it at once).
+    #[inline]
+    fn drain(&mut self, list: List, mut f: impl FnMut(&mut Self, Entry<E>)) {
+        let (mut c, mut left) = (list.head, list.len as usize);
+        while left > 0 {
+            let n = left.min(CHUNK);
+            let base = c as usize * CHUNK;
+            for j in base..base + n {
+                let e = self.slots[j];
+                f(self, e);
+            }
+            let after = self.next[c as usize];
+            self.next[c as usize] = self.free;
+            self.free = c;
+            left -= n;
+            c = after;
+        }
+    }
+
+    /// Takes every chunk back (the lists that held them are forgotten), keeping the memory.
+    fn reset(&mut self) {
+        let n = self.next.len() as u32;
+        for (c, next) in self.next.iter_mut().enumerate() {
+            *next = if c as u32 + 1 < n { c as u32 + 1 } else { NIL };
+        }
+        self.free = if n > 0 { 0 } else { NIL };
     }
 }
 
 /// The calendar queue. See the module documentation.
 pub struct CalendarQueue<E> {
-    /// The current window, sorted descending: the next event is at the back.
+    /// Events at `now`, in scheduling order.
+    now_list: VecDeque<E>,
+    /// The time of the last pop (0 before the first): every pending event is at or after it.
+    now: Nanos,
+    /// The current window's entries, sorted by `(time, seq)`; `window[cursor..]` are pending.
     window: Vec<Entry<E>>,
+    cursor: usize,
+    /// Scratch for sorting a bucket: its keys, its chunks, and the sorts' own buffers.
+    keys: Vec<u64>,
+    wide_keys: Vec<u128>,
+    /// A bucket of several chunks, copied out before it is sorted into the window.
+    spare: Vec<Entry<E>>,
+    scratch: Vec<u64>,
+    counts: Vec<u32>,
     /// Events scheduled into the current window after it was sorted.
     late: BinaryHeap<Late<E>>,
-    /// Every event in `window` or `late` is before this time.
+    /// Every event in the window or `late` is before this time; every event in the ring or
+    /// the overflow is at or after it, and after `now`.
     window_end: Nanos,
     /// log2 of the bucket width in ns.
     shift: u32,
     /// `ring[a % RING]` holds the events whose absolute bucket number `time >> shift` is `a`,
     /// for `window_end >> shift <= a < overflow_start >> shift`.
-    ring: Vec<Vec<Entry<E>>>,
+    ring: Box<[List; RING as usize]>,
     /// One bit per ring bucket: set iff it is non-empty.
-    occupied: Vec<u64>,
+    occupied: Box<[u64; WORDS]>,
     /// Events at or after this time wait in `overflow`; fixed until the next rebuild, so the
     /// ring and the overflow never hold events of the same bucket.
     overflow_start: Nanos,
-    overflow: Vec<Entry<E>>,
+    overflow: List,
+    /// The chunks of the ring and the overflow.
+    pool: Pool<E>,
     len: usize,
-    /// Time of the last pop, and (time, pops) since the last rebuild: the queue's pace.
-    last_popped: Nanos,
+    /// (time, pops) since the last rebuild: the queue's pace.
     popped_since: (Nanos, u64),
     /// `late` may grow to this before the bucket width is reconsidered.
     late_limit: usize,
@@ -103,29 +261,106 @@ pub struct CalendarQueue<E> {
 impl<E> Default for CalendarQueue<E> {
     fn default() -> Self {
         CalendarQueue {
-            window: Vec::new(),
-            late: BinaryHeap::new(),
+            now_list: VecDeque::new(),
+            now: 0,
+            // Room for buckets several times the target, so that only a rare crowded one
+            // makes them grow.
+            window: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
+            cursor: 0,
+            keys: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
+            wide_keys: Vec::new(),
+            spare: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
+            scratch: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
+            counts: Vec::with_capacity(4 * TARGET_PER_BUCKET as usize + 1),
+            late: BinaryHeap::with_capacity(64),
             window_end: 0,
             shift: 0,
-            ring: (0..RING).map(|_| Vec::new()).collect(),
-            occupied: vec![0; (RING / 64) as usize],
+            ring: Box::new([List::EMPTY; RING as usize]),
+            occupied: Box::new([0; WORDS]),
             overflow_start: 0,
-            overflow: Vec::new(),
+            overflow: List::EMPTY,
+            pool: Pool { slots: Vec::new(), next: Vec::new(), free: NIL },
             len: 0,
-            last_popped: 0,
             popped_since: (0, 0),
             late_limit: LATE_LIMIT,
         }
     }
 }
 
-impl<E> CalendarQueue<E> {
+impl<E: Copy> CalendarQueue<E> {
+    /// The time of the earliest event in the window or `late`.
     #[inline]
-    fn next_time(&self) -> Option<Nanos> {
-        match (self.window.last(), self.late.peek()) {
-            (Some(w), Some(l)) => Some(w.time.min(l.0.time)),
+    fn window_time(&self) -> Option<Nanos> {
+        match (self.window.get(self.cursor), self.late.peek()) {
+            (Some(w), Some(l)) => Some(w.time.min(l.time())),
             (Some(w), None) => Some(w.time),
-            (None, Some(l)) => Some(l.0.time),
+            (None, Some(l)) => Some(l.time()),
+            (None, None) => None,
+        }
+    }
+
+    /// Removes the earliest event of the window and `late` (one of them is non-empty). On a
+    /// tie the window's comes first: an event reached `late` after the window was filled, so
+    /// its sequence number is larger.
+    #[inline]
+    fn pop_window(&mut self) -> Entry<E> {
+        match (self.window.get(self.cursor), self.late.peek()) {
+            (Some(&w), Some(l)) if w.time <= l.time() => {
+                self.cursor += 1;
+                w
+            }
+            (Some(&w), None) => {
+                self.cursor += 1;
+                w
+            }
+            _ => {
+                let l = self.late.pop().expect("late is not empty");
+                Entry { time: l.time(), event: l.event }
+            }
+        }
+    }
+
+    /// [`EventQueue::pop_if_at_most`] when the now list or `late` holds events, or the window
+    /// is empty.
+    fn pop_slow(&mut self, horizon: Nanos) -> Option<(Nanos, E)> {
+        if !self.now_list.is_empty() {
+            if self.now > horizon {
+                return None;
+            }
+            self.len -= 1;
+            self.popped_since.1 += 1;
+            // An event at `now` still in the window or `late` was scheduled earlier.
+            let e = if self.window_time() == Some(self.now) {
+                self.pop_window().event
+            } else {
+                self.now_list.pop_front().expect("the now list is not empty")
+            };
+            return Some((self.now, e));
+        }
+        if self.cursor == self.window.len() && self.late.is_empty() {
+            self.advance();
+        }
+        let t = self.window_time()?;
+        if t > horizon {
+            return None;
+        }
+        self.len -= 1;
+        self.now = t;
+        self.popped_since.1 += 1;
+        Some((t, self.pop_window().event))
+    }
+
+    /// [`EventQueue::peek`] when the now list or `late` holds events.
+    fn peek_slow(&self) -> Option<&E> {
+        if let Some(front) = self.now_list.front()
+            && self.window_time() != Some(self.now)
+        {
+            return Some(front);
+        }
+        match (self.window.get(self.cursor), self.late.peek()) {
+            (Some(w), Some(l)) => Some(if w.time <= l.time() { &w.event } else { &l.event }),
+            (Some(w), None) => Some(&w.event),
+            (None, Some(l)) => Some(&l.event),
             (None, None) => None,
         }
     }
@@ -133,51 +368,106 @@ impl<E> CalendarQueue<E> {
     #[inline]
     fn place_in_ring(&mut self, e: Entry<E>) {
         let i = ((e.time >> self.shift) % RING) as usize;
-        self.ring[i].push(e);
+        self.pool.append(&mut self.ring[i], e);
         self.occupied[i / 64] |= 1 << (i % 64);
+    }
+
+    /// [`EventQueue::push`] of an event into the current window (after it was sorted), or
+    /// past the ring. (When the ring reaches the end of time, an event at exactly `Nanos::MAX`
+    /// waits in the overflow: the rebuild that the ring's running dry brings puts it last.)
+    #[inline(never)]
+    fn push_late_or_far(&mut self, time: Nanos, seq: u64, event: E) {
+        if time >= self.window_end {
+            self.pool.append(&mut self.overflow, Entry { time, event });
+        } else {
+            self.late.push(Late { key: ((time as u128) << 64) | seq as u128, event });
+            if self.late.len() > self.late_limit {
+                self.rewindow_if_too_wide();
+            }
+        }
     }
 
     /// Makes the next non-empty bucket the window (rebuilding the ring from the overflow when
     /// the ring is empty). Called only when the window and `late` are empty.
+    #[inline(never)]
     fn advance(&mut self) {
         loop {
             if let Some(i) = self.first_occupied() {
-                let mut bucket = std::mem::take(&mut self.ring[i]);
-                self.occupied[i / 64] &= !(1 << (i % 64));
-                // Absolute bucket number: the first at or after the window end with this index.
-                let start = self.window_end >> self.shift;
-                let a = start + ((i as u64).wrapping_sub(start) % RING);
-                bucket.sort_unstable_by_key(|e| Reverse(e.key()));
-                // Swap allocations: the old window's (empty) vector becomes the bucket's. A
-                // vector much larger than a bucket needs is dropped instead, so that a burst
-                // does not leave every bucket holding the capacity of its fullest moment.
-                std::mem::swap(&mut self.window, &mut bucket);
-                if bucket.capacity() > 4 * TARGET_PER_BUCKET as usize {
-                    bucket = Vec::new();
-                }
-                self.ring[i] = bucket;
-                self.window_end = (a + 1) << self.shift;
-                return;
+                return self.take_bucket(i);
             }
-            if self.overflow.is_empty() {
+            if self.overflow.len == 0 {
                 return;
             }
             self.rebuild(None);
         }
     }
 
+    /// Makes ring bucket `i` the window: sorts one compact key per entry, `(time offset,
+    /// position)`, then copies the entries out in that order and gives the chunks back.
+    fn take_bucket(&mut self, i: usize) {
+        let list = std::mem::replace(&mut self.ring[i], List::EMPTY);
+        self.occupied[i / 64] &= !(1 << (i % 64));
+        // Absolute bucket number: the first at or after the window end with this index.
+        let first = self.window_end >> self.shift;
+        let a = first + ((i as u64).wrapping_sub(first) % RING);
+        let start = a << self.shift;
+        self.window_end = bucket_start(a.saturating_add(1), self.shift);
+        self.window.clear();
+        self.cursor = 0;
+        let slots = self.pool.slots.as_slice();
+        let n = list.len as usize;
+        if n == 1 {
+            self.window.push(slots[list.head as usize * CHUNK]);
+        } else if n <= CHUNK && self.shift <= NARROW_SHIFT {
+            // One chunk: the common case.
+            let chunk = &slots[list.head as usize * CHUNK..][..n];
+            let mut keys = [0u64; CHUNK];
+            for (k, (e, p)) in keys.iter_mut().zip(chunk.iter().zip(0u64..)) {
+                *k = ((e.time - start) << 32) | p;
+            }
+            let keys = &mut keys[..n];
+            insertion_sort(keys);
+            self.window.extend(keys.iter().map(|&k| chunk[k as u32 as usize]));
+        } else {
+            // Several chunks: copy the entries out in scheduling order, sort their keys, then
+            // gather them in that order into the spare buffer, which becomes the window.
+            let mut bucket = std::mem::take(&mut self.spare);
+            bucket.clear();
+            let (mut c, mut left) = (list.head, n);
+            while left > 0 {
+                let len = left.min(CHUNK);
+                bucket.extend_from_slice(&slots[c as usize * CHUNK..][..len]);
+                left -= len;
+                c = self.pool.next[c as usize];
+            }
+            if self.shift <= NARROW_SHIFT {
+                self.keys.clear();
+                self.keys.extend(bucket.iter().zip(0u64..).map(|(e, p)| ((e.time - start) << 32) | p));
+                sort_keys(&mut self.keys, &mut self.scratch, &mut self.counts, self.shift);
+                self.window.extend(self.keys.iter().map(|&k| bucket[k as u32 as usize]));
+            } else {
+                self.wide_keys.clear();
+                self.wide_keys
+                    .extend(bucket.iter().zip(0u128..).map(|(e, p)| (((e.time - start) as u128) << 32) | p));
+                self.wide_keys.sort_unstable();
+                self.window.extend(self.wide_keys.iter().map(|&k| bucket[k as u32 as usize]));
+            }
+            self.spare = bucket;
+        }
+        self.pool.release(list);
+    }
+
     /// The ring index of the earliest non-empty bucket, scanning from the window end.
     fn first_occupied(&self) -> Option<usize> {
         let start = ((self.window_end >> self.shift) % RING) as usize;
-        let words = self.occupied.len();
         // The first word, masked to the buckets at or after `start`.
         let (w0, b0) = (start / 64, start % 64);
         let masked = self.occupied[w0] & (!0u64 << b0);
         if masked != 0 {
             return Some(w0 * 64 + masked.trailing_zeros() as usize);
         }
-        for k in 1..=words {
-            let w = (w0 + k) % words;
+        for k in 1..=WORDS {
+            let w = (w0 + k) % WORDS;
             let bits = if w == w0 { self.occupied[w] & !(!0u64 << b0) } else { self.occupied[w] };
             if bits != 0 {
                 return Some(w * 64 + bits.trailing_zeros() as usize);
@@ -198,7 +488,7 @@ impl<E> CalendarQueue<E> {
     /// stay rare.
     fn bucket_width(&self, lo: Nanos, hi: Nanos, pace: Option<Nanos>) -> Nanos {
         let span = hi - lo;
-        let waiting = self.overflow.len() as u64;
+        let waiting = self.overflow.len as u64;
         match pace {
             Some(pace) if waiting > RING * TARGET_PER_BUCKET => pace.max(span / RING),
             Some(pace) => pace,
@@ -210,117 +500,237 @@ impl<E> CalendarQueue<E> {
     /// of them over a positive time.
     fn pace_width(&self) -> Option<Nanos> {
         let (since, pops) = self.popped_since;
-        let elapsed = self.last_popped - since;
+        let elapsed = self.now - since;
         (pops >= MIN_POPS_FOR_PACE && elapsed > 0)
             .then(|| (elapsed as u128 * TARGET_PER_BUCKET as u128 / pops as u128).max(1) as Nanos)
     }
 
-    /// log2 of `width` rounded up to a power of two.
+    /// log2 of `width` rounded up to a power of two (at most 2^63 ns: a shift of 64 would
+    /// not shift at all).
     fn shift_for(width: Nanos) -> u32 {
-        if width <= 1 { 0 } else { 64 - (width - 1).leading_zeros() }
+        if width <= 1 { 0 } else { (64 - (width - 1).leading_zeros()).min(63) }
     }
 
     /// Called when the current window's heap has grown past `late_limit`: the buckets are too
     /// wide for the pace of events (they were sized before the queue knew it). If the pace
-    /// calls for narrower buckets, every pending event goes back to the overflow and the ring
-    /// is rebuilt; otherwise the limit doubles, so the check stays rare.
+    /// calls for narrower buckets, every pending event but those at `now` goes back to the
+    /// overflow and the ring is rebuilt; otherwise the limit doubles, so the check stays rare.
+    #[cold]
+    #[inline(never)]
     fn rewindow_if_too_wide(&mut self) {
         match self.pace_width() {
             Some(pace) if Self::shift_for(pace) < self.shift => {
-                self.overflow.append(&mut self.window);
-                self.overflow.extend(self.late.drain().map(|l| l.0));
-                for i in 0..RING as usize {
-                    self.overflow.append(&mut self.ring[i]);
+                // The overflow's list must keep two events of the same time in scheduling
+                // order. The tiers hold disjoint times (window and `late` before the ring,
+                // the ring's buckets apart, the overflow after), and within each tier the
+                // events are taken in (time, seq) or scheduling order, so appending tier
+                // after tier keeps it.
+                let mut all = std::mem::replace(&mut self.overflow, List::EMPTY);
+                for &e in &self.window[self.cursor..] {
+                    self.pool.append(&mut all, e);
                 }
-                self.occupied.fill(0);
+                self.window.clear();
+                self.cursor = 0;
+                // The window's events come first at equal times: they were scheduled earlier.
+                while let Some(l) = self.late.pop() {
+                    self.pool.append(&mut all, Entry { time: l.time(), event: l.event });
+                }
+                for w in 0..WORDS {
+                    while self.occupied[w] != 0 {
+                        let i = w * 64 + self.occupied[w].trailing_zeros() as usize;
+                        self.occupied[w] &= self.occupied[w] - 1;
+                        let bucket = std::mem::replace(&mut self.ring[i], List::EMPTY);
+                        self.pool.drain(bucket, |pool, e| pool.append(&mut all, e));
+                    }
+                }
+                self.overflow = all;
                 self.rebuild(Some(pace));
                 self.late_limit = LATE_LIMIT;
+                // The events at `now` must be in the window, ahead of the now list.
+                self.advance();
             }
             _ => self.late_limit = self.late_limit.saturating_mul(2),
         }
     }
 
     /// Spreads the overflow over a fresh ring whose bucket width fits its span and count.
+    #[inline(never)]
     fn rebuild(&mut self, pace: Option<Nanos>) {
         let (mut lo, mut hi) = (Nanos::MAX, 0);
-        for e in &self.overflow {
-            lo = lo.min(e.time);
-            hi = hi.max(e.time);
+        let (mut c, mut left) = (self.overflow.head, self.overflow.len as usize);
+        while left > 0 {
+            let n = left.min(CHUNK);
+            for e in &self.pool.slots[c as usize * CHUNK..][..n] {
+                lo = lo.min(e.time);
+                hi = hi.max(e.time);
+            }
+            left -= n;
+            c = self.pool.next[c as usize];
         }
         // A power of two, so that a bucket number is a shift.
         self.shift = Self::shift_for(self.bucket_width(lo, hi, pace));
         self.window_end = (lo >> self.shift) << self.shift;
-        self.overflow_start = ((lo >> self.shift) + RING).saturating_mul(1 << self.shift);
-        if (lo >> self.shift) + RING > (Nanos::MAX >> self.shift) {
-            self.overflow_start = Nanos::MAX;
-        }
-        self.popped_since = (self.last_popped, 0);
-        // The old overflow's buffer is freed once spread: keeping it would hold the memory of
-        // every pending event twice (once in the ring, once as spare capacity).
-        let overflow = std::mem::take(&mut self.overflow);
-        for e in overflow {
-            if e.time >= self.overflow_start && self.overflow_start != Nanos::MAX {
-                self.overflow.push(e);
+        self.overflow_start = bucket_start((lo >> self.shift).saturating_add(RING), self.shift);
+        self.popped_since = (self.now, 0);
+        // Each chunk of the old overflow goes back to the pool as soon as it is read, so the
+        // ring reuses it: the pending events are not held twice.
+        let overflow = std::mem::replace(&mut self.overflow, List::EMPTY);
+        let (shift, overflow_start) = (self.shift, self.overflow_start);
+        let (ring, occupied, new_overflow) = (&mut self.ring, &mut self.occupied, &mut self.overflow);
+        self.pool.drain(overflow, |pool, e| {
+            if e.time >= overflow_start && overflow_start != Nanos::MAX {
+                pool.append(new_overflow, e);
             } else {
-                self.place_in_ring(e);
+                let i = ((e.time >> shift) % RING) as usize;
+                pool.append(&mut ring[i], e);
+                occupied[i / 64] |= 1 << (i % 64);
             }
-        }
+        });
     }
 }
 
-impl<E> EventQueue<E> for CalendarQueue<E> {
-    /// The next event, if it is already in the current window (it is, except right before the
-    /// window has to be refilled).
+/// Buckets up to this many keys are sorted directly.
+const SMALL_SORT: usize = 32;
+
+/// Sorts a window's keys, `(offset << 32) | position` with `offset < 2^shift`.
+///
+/// A bucket holds a few dozen events when they are spread evenly, but bursts crowd some
+/// buckets with hundreds or thousands (a herd's first retries all fall in the first few
+/// milliseconds). Those are sorted in linear time: a counting sort on the top bits of the
+/// offset, about four keys per digit, leaves every key within a few places of its own, and
+/// an insertion sort finishes.
+fn sort_keys(keys: &mut Vec<u64>, scratch: &mut Vec<u64>, counts: &mut Vec<u32>, shift: u32) {
+    let n = keys.len();
+    if n <= SMALL_SORT {
+        keys.sort_unstable();
+        return;
+    }
+    let bits = (usize::BITS - (n / 4).leading_zeros()).min(shift);
+    let low = 32 + shift - bits;
+    counts.clear();
+    counts.resize((1 << bits) + 1, 0);
+    let mut crowded = false;
+    for &k in keys.iter() {
+        let c = &mut counts[(k >> low) as usize + 1];
+        *c += 1;
+        crowded |= *c as usize > SMALL_SORT;
+    }
+    for d in 1..counts.len() {
+        counts[d] += counts[d - 1];
+    }
+    scratch.clear();
+    scratch.resize(n, 0);
+    for &k in keys.iter() {
+        let d = &mut counts[(k >> low) as usize];
+        scratch[*d as usize] = k;
+        *d += 1;
+    }
+    std::mem::swap(keys, scratch);
+    if crowded {
+        // Events bunched within one digit (a burst narrower than the bucket / n): sort each
+        // such digit on its own, so that the insertion sort stays linear. `counts[d]` is now
+        // the end of digit d.
+        let mut begin = 0;
+        for &end in counts.iter() {
+            let end = end as usize;
+            if end > begin + SMALL_SORT {
+                keys[begin..end].sort_unstable();
+            }
+            begin = begin.max(end);
+        }
+    }
+    insertion_sort(keys);
+}
+
+/// Sorts keys that are already nearly in order.
+fn insertion_sort(keys: &mut [u64]) {
+    for i in 1..keys.len() {
+        let k = keys[i];
+        let mut j = i;
+        while j > 0 && keys[j - 1] > k {
+            keys[j] = keys[j - 1];
+            j -= 1;
+        }
+        keys[j] = k;
+    }
+}
+
+/// The start of absolute bucket `a`, saturating at the end of time.
+#[inline]
+fn bucket_start(a: u64, shift: u32) -> Nanos {
+    if a > (Nanos::MAX >> shift) { Nanos::MAX } else { a << shift }
+}
+
+impl<E: Copy> EventQueue<E> for CalendarQueue<E> {
+    /// The next event, if it is already in the window or the now list (it is, except right
+    /// before the window has to be refilled).
     #[inline]
     fn peek(&self) -> Option<&E> {
-        match (self.window.last(), self.late.peek()) {
-            (Some(w), Some(l)) => Some(if w.key() < l.0.key() { &w.event } else { &l.0.event }),
-            (Some(w), None) => Some(&w.event),
-            (None, Some(l)) => Some(&l.0.event),
-            (None, None) => None,
+        if self.now_list.is_empty() && self.late.is_empty() {
+            return self.window.get(self.cursor).map(|e| &e.event);
         }
+        self.peek_slow()
     }
 
     #[inline]
     fn push(&mut self, time: Nanos, seq: u64, event: E) {
+        debug_assert!(time >= self.now, "calendar queue: {time} is before the last pop {}", self.now);
         self.len += 1;
-        let e = Entry { time, seq, event };
-        if time < self.window_end {
-            self.late.push(Late(e));
-            if self.late.len() > self.late_limit {
-                self.rewindow_if_too_wide();
-            }
-        } else if time < self.overflow_start || self.overflow_start == Nanos::MAX {
-            self.place_in_ring(e);
+        if time == self.now {
+            self.now_list.push_back(event);
+        } else if time >= self.window_end && time < self.overflow_start {
+            self.place_in_ring(Entry { time, event });
         } else {
-            self.overflow.push(e);
+            self.push_late_or_far(time, seq, event);
         }
     }
 
     #[inline]
     fn pop_if_at_most(&mut self, horizon: Nanos) -> Option<(Nanos, E)> {
-        if self.window.is_empty() && self.late.is_empty() {
-            self.advance();
+        // The common case: the next event is the window's.
+        if self.now_list.is_empty()
+            && self.late.is_empty()
+            && let Some(&e) = self.window.get(self.cursor)
+        {
+            if e.time > horizon {
+                return None;
+            }
+            self.cursor += 1;
+            self.len -= 1;
+            self.now = e.time;
+            self.popped_since.1 += 1;
+            return Some((e.time, e.event));
         }
-        let t = self.next_time()?;
-        if t > horizon {
-            return None;
-        }
-        self.len -= 1;
-        self.last_popped = t;
-        self.popped_since.1 += 1;
-        let from_window = match (self.window.last(), self.late.peek()) {
-            (Some(w), Some(l)) => w.key() < l.0.key(),
-            (Some(_), None) => true,
-            _ => false,
-        };
-        let e = if from_window { self.window.pop() } else { self.late.pop().map(|l| l.0) }?;
-        Some((e.time, e.event))
+        self.pop_slow(horizon)
     }
 
     #[inline]
     fn len(&self) -> usize {
         self.len
+    }
+
+    /// Empties the queue and sets its clock back to 0, keeping every buffer and pool chunk,
+    /// so the next run allocates nothing until it has more events pending than this one had.
+    fn clear(&mut self) {
+        self.now_list.clear();
+        self.now = 0;
+        self.window.clear();
+        self.cursor = 0;
+        self.late.clear();
+        self.window_end = 0;
+        self.shift = 0;
+        for (w, word) in self.occupied.iter_mut().enumerate() {
+            while *word != 0 {
+                self.ring[w * 64 + word.trailing_zeros() as usize] = List::EMPTY;
+                *word &= *word - 1;
+            }
+        }
+        self.overflow_start = 0;
+        self.overflow = List::EMPTY;
+        self.pool.reset();
+        self.len = 0;
+        self.popped_since = (0, 0);
+        self.late_limit = LATE_LIMIT;
     }
 }
 
@@ -360,6 +770,27 @@ mod tests {
             max_late = max_late.max(q.late.len());
         }
         assert!(max_late <= 2 * LATE_LIMIT, "the window's heap grew to {max_late}");
+    }
+
+    #[test]
+    fn a_tight_burst_in_a_wide_bucket() {
+        use super::super::HeapQueue;
+        use rand::{Rng, SeedableRng};
+        // A few far-off timers make the buckets wide; then 100,000 events land within one
+        // microsecond, in random order, ties included: one bucket, one counting-sort digit.
+        let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(3);
+        let (mut q, mut heap) = (CalendarQueue::default(), HeapQueue::default());
+        let times = (0..10)
+            .map(|i| 1_000_000_000_000 * (i + 1))
+            .chain((0..100_000).map(|_| 5_000_000 + r.next_u64() % 1_000));
+        for (s, t) in times.enumerate() {
+            q.push(t, s as u64, s as u64);
+            heap.push(t, s as u64, s as u64);
+        }
+        while let Some(e) = heap.pop_if_at_most(u64::MAX) {
+            assert_eq!(q.pop_if_at_most(u64::MAX), Some(e));
+        }
+        assert!(q.is_empty());
     }
 
     #[test]

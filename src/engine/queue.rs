@@ -1,6 +1,7 @@
 //! Event queues. Every implementation pops the smallest `(time, seq)` first; `seq` values are
 //! unique and increase with scheduling order, so the order of events is total and the same
-//! for every implementation.
+//! for every implementation. No event is pushed before the time of the last pop (the
+//! [`super::Scheduler`] guarantees it); the radix and calendar queues rely on it.
 
 use super::Nanos;
 use std::cmp::Ordering;
@@ -19,6 +20,13 @@ pub trait EventQueue<E>: Default {
     }
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Removes every event, as if the queue were new (its clock back at 0), so that it can
+    /// serve another run. The crate's queues (binary heap, radix heap, calendar queue) keep
+    /// their memory, so a worker that reuses one queue for many runs allocates nothing once it
+    /// has seen its largest run; the default implementation makes a new queue.
+    fn clear(&mut self) {
+        *self = Self::default();
     }
 }
 
@@ -88,5 +96,9 @@ impl<E> EventQueue<E> for HeapQueue<E> {
     #[inline]
     fn len(&self) -> usize {
         self.heap.len()
+    }
+
+    fn clear(&mut self) {
+        self.heap.clear();
     }
 }

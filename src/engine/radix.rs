@@ -114,6 +114,16 @@ impl<E> EventQueue<E> for RadixQueue<E> {
     fn len(&self) -> usize {
         self.len
     }
+
+    fn clear(&mut self) {
+        self.now.clear();
+        for b in &mut self.buckets {
+            b.clear();
+        }
+        self.occupied = 0;
+        self.last = 0;
+        self.len = 0;
+    }
 }
 
 #[cfg(test)]
