@@ -259,6 +259,18 @@ fn cases() -> Vec<Case> {
             stderr: &["`server.rate_limit.retry_after`", "seconds, exact"],
         },
         Case {
+            what: "a gateway layer of 300 attempts",
+            text: valid(),
+            args: &["--set", "strategies.fj.layers=[{ max_attempts = 300 }]"],
+            stderr: &["strategies.fj.layers[0].max_attempts", "between 1 and 255"],
+        },
+        Case {
+            what: "layers with per-attempt idempotency keys",
+            text: valid(),
+            args: &["--set", "strategies.fj.layers=[{}]", "--set", "strategies.fj.idempotency=\"per-attempt\""],
+            stderr: &["strategies.fj.layers", "per-attempt"],
+        },
+        Case {
             what: "swept key that does not exist",
             text: format!("{VALID}[sweep]\n\"server.concurency\" = [1, 2]\n"),
             args: &[],

@@ -32,6 +32,8 @@ pub enum Stream {
     Jitter = 5,
     /// The client-side controls' random draws (the SRE throttle's rejections).
     Controls = 6,
+    /// The gateway layers' jitter (`layers`).
+    Gateways = 7,
 }
 
 /// The SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

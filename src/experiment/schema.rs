@@ -773,8 +773,8 @@ pub static LAYER: Table = Table {
             Value("3"),
             "attempts this layer makes per request it receives, the first included",
         )
-        .range(Range::AtLeast(1.0))
-        .message("must be at least 1 (it counts the first attempt; 1 = no retries)"),
+        .range(Range::Between(1.0, 255.0))
+        .message("must be between 1 and 255 (it counts the first attempt; 1 = no retries)"),
         f("timeout", Ty::Duration, Absent("none"), "per-attempt timeout of this layer").range(POSITIVE),
         f("retry_on", Ty::List(&Ty::StatusOrFailure), Absent("the defaults"), "outcomes this layer retries"),
         f(

@@ -4,6 +4,7 @@
 //! key as `--set` would address it and says how to fix it.
 
 use super::ConfigError;
+use super::IdempotencyMode;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
@@ -230,6 +231,13 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
             fail(format!("{lk}.retry_on"), "is empty; to never retry set max_attempts = 1")?;
         }
         backoff(&format!("{lk}.backoff"), &layer.backoff)?;
+    }
+    if !p.layers.is_empty() && p.idempotency == IdempotencyMode::PerAttempt {
+        fail(
+            format!("{key}.layers"),
+            "with idempotency = \"per-attempt\" is not modelled (which layer would make the new keys?); \
+             use \"per-op\" or \"none\" with layers",
+        )?;
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 pub mod build;
 pub mod clients;
 pub mod dist;
+pub mod gateway;
 pub mod network;
 pub mod occ_model;
 pub mod ops;
@@ -75,7 +76,9 @@ pub fn simulate_with<C: QueueChoice>(
     match &spec.server {
         ServerSpec::Queue(q) => {
             let keys = build::idempotency_keys(strategy);
-            queue_model::run::<C::Queue>(q, &workload, net, clients, keys, run_seed, horizon, series)
+            let layers = &strategy.policy.layers;
+            let gateways = (!layers.is_empty()).then(|| gateway::Gateways::new(layers, run_seed));
+            queue_model::run::<C::Queue>(q, &workload, net, clients, keys, gateways, run_seed, horizon, series)
         }
         ServerSpec::Occ {} => occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon, series),
     }

@@ -5,8 +5,14 @@
 //! it) -> `Done` (worker) -> response hop -> `Answer` (client); a `Timeout` races the answer.
 //! A hop of zero latency is delivered at once, without an event. A request parked on its
 //! idempotency key is answered when the request executing the key is `Done`.
+//!
+//! With gateway `layers` ([`super::gateway`]), the request hop ends at the first layer
+//! instead: each layer sends the request down (`LayerSend`, racing its own `LayerTimeout`)
+//! until the last one calls the server, and answers flow back up the same way. A request to
+//! the server then names the lowest layer's ticket and attempt in its `attempt` field.
 
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
+use super::gateway::{self, Caller, Gateways, Step};
 use super::network::Network;
 use super::server::idempotency::{KeyMode, KeyTag};
 use super::server::workers::Next;
@@ -43,6 +49,10 @@ pub enum Ev {
     Timeout { op: u32, attempt: u32 },
     /// Capacity went back up: waiting requests may start.
     CapacityRestored,
+    /// A gateway layer's backoff ended: the ticket sends its next attempt down.
+    LayerSend { ticket: u32 },
+    /// A gateway layer stops waiting for an attempt.
+    LayerTimeout { ticket: u32, attempt: u32 },
 }
 
 // Events are copied in and out of the queue millions of times a second: keep them small.
@@ -61,6 +71,8 @@ struct QueueModel {
     open: Option<(OpenArrivals, u32)>,
     /// Closed workloads: the clients' first start times (none for open workloads).
     first_starts: StartTimes,
+    /// The strategy's gateway layers, if it has any.
+    gateways: Option<Gateways>,
 }
 
 /// Runs one replication of a queue-server experiment; the clients' attempts carry `keys`.
@@ -71,6 +83,7 @@ pub fn run<Q: EventQueue<Ev>>(
     net: Network,
     clients: Clients,
     keys: KeyMode,
+    gateways: Option<Gateways>,
     run_seed: u64,
     horizon: Instant,
     series: TimeSeries,
@@ -92,6 +105,7 @@ pub fn run<Q: EventQueue<Ev>>(
         arrivals_rng: stream(run_seed, Stream::Arrivals),
         open: None,
         first_starts: StartTimes::new(0, Span::ZERO),
+        gateways,
     };
     match workload {
         Workload::Closed { clients, ramp, .. } => {
@@ -157,7 +171,7 @@ impl Model for QueueModel {
                 self.send(op, s);
             }
             Ev::Send { op } => self.send(op, s),
-            Ev::Arrive { op, attempt, gives_up_at } => self.arrive(Request::new(op, attempt, gives_up_at), s),
+            Ev::Arrive { op, attempt, gives_up_at } => self.deliver(Request::new(op, attempt, gives_up_at), s),
             Ev::Done { worker } => self.done(worker, s),
             Ev::Answer { op, attempt, reply } => {
                 self.answer(op, attempt, reply, s);
@@ -171,6 +185,15 @@ impl Model for QueueModel {
                 self.clients.ops.release(op);
             }
             Ev::CapacityRestored => self.start_waiting(s),
+            Ev::LayerSend { ticket } => {
+                self.layer_send(ticket, s);
+                self.layer_release(ticket);
+            }
+            Ev::LayerTimeout { ticket, attempt } => {
+                let step = self.gateways().timed_out(ticket, attempt, now);
+                self.layer_step(ticket, step, s);
+                self.layer_release(ticket);
+            }
         }
     }
 }
@@ -196,7 +219,7 @@ impl QueueModel {
         self.clients.ops.get(op).refs += 1;
         let req = Request::new(op, attempt.number, attempt.gives_up_at);
         if self.instant_net {
-            self.arrive(req, s);
+            self.deliver(req, s);
         } else {
             s.schedule_in(
                 delay,
@@ -219,7 +242,7 @@ impl QueueModel {
             }
             Arrival::Silenced => {
                 self.rec.rejected(now);
-                self.clients.ops.release(req.op)
+                self.unanswered(req)
             }
             Arrival::Started { worker, service } => {
                 self.accepted(now);
@@ -292,16 +315,34 @@ impl QueueModel {
         while let Some(next) = self.server.next_waiting(now) {
             match next {
                 Next::Started { worker, service } => s.schedule_in(service, Ev::Done { worker }),
-                Next::Dropped(req) => self.clients.ops.release(req.op),
+                Next::Dropped(req) => self.unanswered(req),
             }
         }
         let (busy, queued) = self.server.levels();
         self.rec.levels(now, busy, queued);
     }
 
-    /// Sends an answer back over the response hop (it may be lost).
+    /// The server answers `req`: to the lowest gateway layer, or to the client.
     #[inline]
     fn respond<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
+        if self.gateways.is_some() {
+            return self.layer_answered(req.attempt, reply, s);
+        }
+        self.respond_to_client(req, reply, s)
+    }
+
+    /// The server will never answer `req` (dropped or silenced): what held on to it lets go.
+    #[inline]
+    fn unanswered(&mut self, req: Request) {
+        if self.gateways.is_some() {
+            return self.layer_release(gateway::unpack(req.attempt).0);
+        }
+        self.clients.ops.release(req.op)
+    }
+
+    /// Sends an answer back to the client over the response hop (it may be lost).
+    #[inline]
+    fn respond_to_client<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         let Some(delay) = self.net.response() else {
             return self.clients.ops.release(req.op);
         };
@@ -346,6 +387,98 @@ impl QueueModel {
     fn ended_in_failure(&mut self, op: u32) {
         if self.clients.ops.get(op).executions > 0 {
             self.rec.failed_but_applied();
+        }
+    }
+
+    /// A request from the client went over the network: to the first gateway layer, or to
+    /// the server.
+    #[inline]
+    fn deliver<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
+        if self.gateways.is_some() {
+            return self.layer_receive(req.op, Caller::Client { attempt: req.attempt }, 0, s);
+        }
+        self.arrive(req, s)
+    }
+
+    #[inline]
+    fn gateways(&mut self) -> &mut Gateways {
+        self.gateways.as_mut().expect("only called with gateway layers")
+    }
+
+    /// Layer `layer` receives a request of `op` from `caller`, and sends it down.
+    #[inline(never)]
+    fn layer_receive<Q: EventQueue<Ev>>(&mut self, op: u32, caller: Caller, layer: usize, s: &mut Scheduler<Ev, Q>) {
+        let ticket = self.gateways().open(op, layer, caller, s.now());
+        // The ticket holds the operation's slot: its requests name it until they are answered.
+        self.clients.ops.get(op).refs += 1;
+        self.layer_send(ticket, s);
+        self.layer_release(ticket);
+    }
+
+    /// `ticket` sends its next attempt down: to the next layer, or to the server.
+    #[inline(never)]
+    fn layer_send<Q: EventQueue<Ev>>(&mut self, ticket: u32, s: &mut Scheduler<Ev, Q>) {
+        let g = self.gateways.as_mut().expect("only called with gateway layers");
+        let (attempt, gives_up_at) = g.send(ticket, s.now());
+        if !gives_up_at.is_never() {
+            g.retain(ticket);
+            s.schedule_at(gives_up_at, Ev::LayerTimeout { ticket, attempt });
+        }
+        // The request sent down holds the ticket until it is answered or lost.
+        g.retain(ticket);
+        let (op, layer) = (g.get(ticket).op, g.get(ticket).layer as usize);
+        if g.calls_server(ticket) {
+            self.arrive(Request::new(op, gateway::pack(ticket, attempt), gives_up_at), s);
+        } else {
+            self.layer_receive(op, Caller::Layer { ticket, attempt }, layer + 1, s);
+        }
+    }
+
+    /// The answer to attempt `packed` ([`gateway::pack`]) of a ticket arrived from below.
+    #[inline(never)]
+    fn layer_answered<Q: EventQueue<Ev>>(&mut self, packed: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
+        let (ticket, attempt) = gateway::unpack(packed);
+        let step = self.gateways().answered(ticket, attempt, reply, s.now());
+        self.layer_step(ticket, step, s);
+        self.layer_release(ticket);
+    }
+
+    /// What `ticket`'s layer decided: retry after a backoff, or answer its caller.
+    fn layer_step<Q: EventQueue<Ev>>(&mut self, ticket: u32, step: Option<Step>, s: &mut Scheduler<Ev, Q>) {
+        match step {
+            None => {}
+            Some(Step::Retry(delay)) => {
+                self.gateways().retain(ticket);
+                s.schedule_in(delay, Ev::LayerSend { ticket });
+            }
+            Some(Step::Answer(reply)) => {
+                let g = self.gateways();
+                g.answer_sent(ticket);
+                let (op, caller) = (g.get(ticket).op, g.get(ticket).caller);
+                match caller {
+                    // The answer hop takes over the client's hold on its operation.
+                    Caller::Client { attempt } => {
+                        self.respond_to_client(Request::new(op, attempt, Instant::NEVER), reply, s)
+                    }
+                    Caller::Layer { ticket, attempt } => {
+                        self.layer_answered(gateway::pack(ticket, attempt), reply, s)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A pending event or request naming `ticket` is gone. A freed ticket lets go of its
+    /// operation; one that hung up (it never answered) releases its caller too.
+    fn layer_release(&mut self, ticket: u32) {
+        let mut ticket = ticket;
+        while let Some((op, hung)) = self.gateways().release(ticket) {
+            self.clients.ops.release(op);
+            match hung {
+                None => return,
+                Some(Caller::Client { .. }) => return self.clients.ops.release(op),
+                Some(Caller::Layer { ticket: above, .. }) => ticket = above,
+            }
         }
     }
 
