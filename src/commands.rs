@@ -2,7 +2,9 @@
 //! library and prints what the user should see. `main.rs` only dispatches and maps errors to
 //! exit codes.
 
-use crate::cli::{CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs};
+use crate::cli::{
+    CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs, TuneArgs,
+};
 use crate::experiment::{self, Experiment, Overrides};
 use crate::policy::presets;
 use crate::progress::Progress;
@@ -130,6 +132,72 @@ fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
         r.constraints.iter().map(|c| report::Constraint::parse(c)).collect::<Result<Vec<_>, _>>()?;
     let metric = r.rank.as_deref().unwrap_or("success_rate");
     Ok(report::rank(&set, metric, &constraints)?)
+}
+
+/// `retrysim tune`: search the `[tune]` space, write tune.csv, recommendation.toml and the
+/// chart, print the recommendation.
+pub fn tune(a: &TuneArgs) -> Result<(), Error> {
+    let exp = load(&a.file, &a.overrides)?;
+    let origin = a.file.display().to_string();
+    let Some(spec) = exp.tune.as_ref() else {
+        return Err(experiment::ConfigError::MissingKey {
+            origin,
+            key: "tune".to_owned(),
+            help: Some(
+                "`retrysim tune` needs a [tune] section: strategy, objective, constraints and [tune.space] (README, \"Tuning\")"
+                    .to_owned(),
+            ),
+        }
+        .into());
+    };
+    if !exp.sweep_keys.is_empty() {
+        return Err(experiment::ConfigError::InvalidValue {
+            origin,
+            key: "sweep".to_owned(),
+            reason: "`retrysim tune` searches [tune.space] itself and runs no sweep: remove [sweep] or add --set sweep={}".to_owned(),
+        }
+        .into());
+    }
+    if !a.quiet {
+        warn(&a.file, &exp);
+    }
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(format!("{}-tune", exp.name)));
+    let threads = a
+        .threads
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    let interval = std::time::Duration::from_secs_f64(a.progress_interval.max(0.0));
+    // Shared by the search's callback and the end of this function.
+    let progress =
+        std::cell::RefCell::new(Progress::new(&format!("{} tune", exp.name), 0, a.quiet, interval));
+    let started = std::time::Instant::now();
+    let name = exp.name.clone();
+    let mut report = |e: crate::tune::Event<'_>| match e {
+        crate::tune::Event::Stage(s) => progress.borrow_mut().set_message(&format!("{name} tune: {s}")),
+        crate::tune::Event::Planned(n) => progress.borrow_mut().set_total(n),
+        crate::tune::Event::Done(done, events) => progress.borrow_mut().update(done, events),
+    };
+    let t = crate::tune::search(&exp, spec, threads, &STOP, &mut report).map_err(|_| Error::Interrupted)?;
+    let wall = started.elapsed().as_secs_f64();
+    let line = format!(
+        "{}: tune: {} runs, {} events in {wall:.1} s on {threads} thread(s)",
+        exp.name, t.runs_spent, t.events
+    );
+    progress.borrow().finish(&line);
+    let written = crate::tune::output::write(&t, &out)?;
+    if !a.quiet {
+        for p in &written {
+            println!("wrote {}", p.display());
+        }
+        println!();
+        print!("{}", crate::tune::output::summary(&t));
+        println!("wall time: {wall:.1} s on {threads} thread(s)");
+    }
+    if t.winner.is_none() {
+        return Err(Error::NothingFeasible { csv: out.join(crate::tune::output::TUNE_CSV) });
+    }
+    Ok(())
 }
 
 /// `retrysim merge`: join shard folders.

@@ -86,5 +86,6 @@ pub mod progress;
 pub mod report;
 pub mod stats;
 pub mod sweep;
+pub mod tune;
 
 pub use error::Error;

@@ -18,6 +18,7 @@ fn main() {
         Command::Check(a) => commands::check(a),
         Command::Merge(a) => commands::merge(a),
         Command::Plot(a) => commands::plot(a),
+        Command::Tune(a) => commands::tune(a),
         Command::Schema(a) => commands::schema(a),
         Command::Presets(a) => commands::presets(a),
     };
