@@ -38,6 +38,8 @@ pub fn check(a: &CheckArgs) -> Result<(), Error> {
 /// `retrysim run`: run the cells (or one shard of them) and write the result folder.
 pub fn run(a: &RunArgs) -> Result<(), Error> {
     let exp = load(&a.file, &a.overrides)?;
+    // A bad --rank or --where is bad input: refused before anything runs.
+    rank_constraints(&a.rank, true)?;
     let shard = a.shard.as_deref().map(Shard::parse).transpose().map_err(|reason| Error::Flag {
         flag: format!("--shard {}", a.shard.as_deref().unwrap_or_default()),
         reason,
@@ -109,6 +111,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
 
 /// `retrysim plot DIR`: redraw the report from the files, and print the comparison.
 pub fn plot(a: &PlotArgs) -> Result<(), Error> {
+    rank_constraints(&a.rank, false)?;
     let written = report::render_report(&a.dir, &report::ReportOptions::default())?;
     if !a.quiet {
         for p in &written {
@@ -128,8 +131,7 @@ fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
         let opts = report::CompareOptions { color, ..Default::default() };
         return Ok(report::comparison(&set, &opts));
     }
-    let constraints =
-        r.constraints.iter().map(|c| report::Constraint::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    let constraints = rank_constraints(r, false)?;
     let metric = r.rank.as_deref().unwrap_or("success_rate");
     Ok(report::rank(&set, metric, &constraints)?)
 }
@@ -198,6 +200,31 @@ pub fn tune(a: &TuneArgs) -> Result<(), Error> {
         return Err(Error::NothingFeasible { csv: out.join(crate::tune::output::TUNE_CSV) });
     }
     Ok(())
+}
+
+/// The `--where` constraints, parsed; with `known_metrics`, `--rank`'s and their metrics must
+/// be columns of runs.csv (for `run`, which has not written them yet; `plot` checks them
+/// against the folder's files).
+fn rank_constraints(r: &RankArgs, known_metrics: bool) -> Result<Vec<report::Constraint>, Error> {
+    let constraints =
+        r.constraints.iter().map(|c| report::Constraint::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    if known_metrics {
+        let names = crate::metrics::summary::METRICS.iter().map(|m| m.name);
+        for name in r.rank.iter().map(String::as_str).chain(constraints.iter().map(|c| c.metric.as_str())) {
+            if !names.clone().any(|m| m == name) {
+                let hint = experiment::schema::check::closest(name, names.clone())
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                return Err(report::ReportError::UnknownMetric {
+                    name: name.to_owned(),
+                    suggestion: hint,
+                    known: names.collect::<Vec<_>>().join(", "),
+                }
+                .into());
+            }
+        }
+    }
+    Ok(constraints)
 }
 
 /// `retrysim merge`: join shard folders.
