@@ -32,6 +32,17 @@ pub fn check(a: &CheckArgs) -> Result<(), Error> {
         if strategies == 1 { "y" } else { "ies" },
         exp.runs
     );
+    if let Some(t) = &exp.tune {
+        let levels: Vec<String> = t.params.iter().map(|p| p.levels(t.levels).len().to_string()).collect();
+        println!(
+            "[tune]: strategy \"{}\", {} ({} values), {} scenario(s); `retrysim tune {}` searches it",
+            t.strategy_name,
+            t.params.iter().map(|p| p.key.as_str()).collect::<Vec<_>>().join(", "),
+            levels.join(" x "),
+            t.scenarios.len(),
+            a.file.display()
+        );
+    }
     Ok(())
 }
 

@@ -69,6 +69,8 @@
 //! - [`experiment`]: TOML -> validated [`experiment::Experiment`] (`--set`, sweeps, checks).
 //! - [`metrics`]: the per-run recorder and the metric columns; [`sweep`] runs the cells;
 //!   [`report`] turns results into files.
+//! - [`tune`]: `retrysim tune`, the search for the values of one strategy's keys that
+//!   optimise a metric under constraints (the file's `[tune]`).
 //!
 //! Determinism: the same experiment and seed give the same results on any number of threads,
 //! because every random stream is derived from (seed, point, run) and results are collected

@@ -133,7 +133,7 @@ fn tune(text: &str, args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, St
 }
 
 /// The recommended row(s) of tune.csv.
-fn recommended<'t>(t: &'t Table) -> Vec<&'t Vec<String>> {
+fn recommended(t: &Table) -> Vec<&Vec<String>> {
     t.rows.iter().filter(|r| t.get(r, "stage") == "recommended").collect()
 }
 

@@ -9,7 +9,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 pub type Index = Vec<usize>;
 
 /// Latin hypercubes drawn to pick the most spread-out one.
-const MAXIMIN_TRIES: usize = 32;
+pub const MAXIMIN_TRIES: usize = 32;
 
 /// A uniform number in [0, 1) from 53 random bits.
 fn uniform(rng: &mut Xoshiro256PlusPlus) -> f64 {

@@ -568,6 +568,18 @@ impl Tuner<'_> {
         all
     }
 
+    /// Whether candidates `a` and `b` judge the same on the runs they share (a key that
+    /// changes nothing in these scenarios).
+    pub fn same_outcome(&self, a: usize, b: usize) -> bool {
+        let runs = self.candidates[a].runs().min(self.candidates[b].runs());
+        runs > 0 && self.outcome(a, runs) == self.outcome(b, runs)
+    }
+
+    /// The candidate at lattice point `index`, if it was evaluated.
+    pub fn candidate_at(&self, index: &Index) -> Option<usize> {
+        self.known.get(index).copied().flatten()
+    }
+
     /// The values of candidate `c`, one per parameter.
     pub fn levels_of(&self, c: usize) -> Vec<&Level> {
         self.candidates[c].index.iter().zip(&self.lattice).map(|(&i, l)| &l[i]).collect()

@@ -132,8 +132,11 @@ pub fn objective_estimate(t: &Tuner, c: usize) -> Option<(Estimate, usize)> {
     Some((e, s.worst))
 }
 
-/// Per constraint: the worst scenario (smallest margin), its estimate and the margin.
-fn constraint_margins(t: &Tuner, c: usize) -> Vec<(String, Option<(Estimate, usize, f64)>)> {
+/// A constraint's value in its worst scenario: the estimate, the scenario, the margin.
+type Worst = (Estimate, usize, f64);
+
+/// Per constraint (as text): the worst scenario (smallest margin), if any has a value.
+fn constraint_margins(t: &Tuner, c: usize) -> Vec<(String, Option<Worst>)> {
     let runs = t.candidates[c].runs();
     t.spec
         .constraints
@@ -166,8 +169,9 @@ fn count(x: f64) -> String {
 /// The search's cost against a full grid, one sentence.
 pub fn cost_line(t: &Tuner) -> String {
     let grid = grid_runs(t, t.confirm_runs.max(1));
+    let coarse = t.spec.runs as usize;
     format!(
-        "{} runs for {} candidates, against {} for a full grid of the same resolution ({} candidates x {} scenario{} x {} runs): {}",
+        "{} runs for {} candidates, against {} for a full grid of the same resolution ({} candidates x {} scenario{} x {} runs): {} of it; a grid at the coarse design's {coarse} run{} would take {}",
         t.runs_spent,
         t.candidates.len(),
         count(grid),
@@ -175,19 +179,15 @@ pub fn cost_line(t: &Tuner) -> String {
         t.spec.scenarios.len(),
         if t.spec.scenarios.len() == 1 { "" } else { "s" },
         t.confirm_runs,
-        percent(t.runs_spent as f64 / grid)
+        percent(t.runs_spent as f64 / grid),
+        if coarse == 1 { "" } else { "s" },
+        count(grid_runs(t, coarse)),
     )
 }
 
 fn percent(f: f64) -> String {
     let p = 100.0 * f;
-    if p >= 10.0 {
-        format!("{p:.0} %")
-    } else if p >= 0.1 {
-        format!("{p:.1} %")
-    } else {
-        format!("{} %", sig(p, 2))
-    }
+    if p >= 10.0 { format!("{p:.0} %") } else { format!("{} %", sig(p, 2)) }
 }
 
 /// The comment lines of recommendation.toml (and the summary's figures): the objective's
@@ -382,6 +382,7 @@ pub fn summary(t: &Tuner) -> String {
                 let _ = writeln!(out, "  {a}");
             }
             out.push_str(&evidence(t, c, ""));
+            out.push_str(&neighbourhood(t, c));
             let others: Vec<usize> = t.finalists.iter().copied().filter(|&f| f != c).collect();
             if !others.is_empty() {
                 let _ = writeln!(out, "other finalists:");
@@ -419,6 +420,51 @@ pub fn summary(t: &Tuner) -> String {
         }
     );
     out
+}
+
+/// The evaluated candidates one level away from `c` on one parameter: how sharp the optimum
+/// is, and which way lies a failing constraint.
+fn neighbourhood(t: &Tuner, c: usize) -> String {
+    let mut lines = Vec::new();
+    let index = &t.candidates[c].index;
+    for (j, p) in t.spec.params.iter().enumerate() {
+        for up in [false, true] {
+            let Some(level) = (if up { index[j].checked_add(1) } else { index[j].checked_sub(1) }) else {
+                continue;
+            };
+            if level >= t.lattice[j].len() {
+                continue;
+            }
+            let mut at = index.clone();
+            at[j] = level;
+            let Some(n) = t.candidate_at(&at) else { continue };
+            let s = t.score(n, t.candidates[n].runs());
+            let what = if t.same_outcome(c, n) {
+                "the same results (this key changes nothing here)".to_owned()
+            } else if s.feasible {
+                match s.objective {
+                    Some(o) => format!("{} {}", t.spec.objective, sig(o, 4)),
+                    None => "no objective".to_owned(),
+                }
+            } else {
+                let worst = constraint_margins(t, n)
+                    .into_iter()
+                    .filter_map(|(text, w)| w.map(|(e, s, m)| (text, e, s, m)))
+                    .min_by(|a, b| a.3.total_cmp(&b.3));
+                match worst {
+                    Some((text, e, s, _)) => {
+                        format!("fails `{text}` ({} in {})", sig(e.mean, 4), t.spec.scenarios[s].name)
+                    }
+                    None => "infeasible".to_owned(),
+                }
+            };
+            lines.push(format!("  {} = {}: {what}", p.key, t.lattice[j][level].value));
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("one level away (evaluated, on the runs each got):\n{}\n", lines.join("\n"))
 }
 
 /// When nothing is feasible: which constraint binds, and the closest candidate.
