@@ -128,8 +128,8 @@ pub struct TuneArgs {
     /// Output folder [default: results/NAME-tune/, where NAME is the experiment's name].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Overrides, as for `run`; `--runs` sets the confirmation's runs unless `tune.confirm_runs`
-    /// does, `--seed` the workloads' and the design's seed.
+    /// Overrides, as for `run`; `--runs` sets the confirmation's runs (at least 10) unless
+    /// `tune.confirm_runs` does, `--seed` the workloads' and the design's seed.
     #[command(flatten)]
     pub overrides: OverrideArgs,
     /// Worker threads [default: one per core]. Results do not depend on it.
