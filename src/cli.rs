@@ -29,6 +29,10 @@ pub enum Command {
     Slurm(SlurmArgs),
     /// Redraw the charts, report.html and the comparison of a finished run from its files.
     Plot(PlotArgs),
+    /// Search the values of one strategy's keys (base, cap, attempts, budget...) that
+    /// optimise the file's `[tune]` objective under its constraints; write tune.csv,
+    /// recommendation.toml and a chart. Exit code 1 when nothing is feasible.
+    Tune(TuneArgs),
     /// Print the JSON Schema of experiment files (for editors: taplo, VS Code).
     Schema(SchemaArgs),
     /// List the production presets, or print one with the source of each value.
@@ -118,6 +122,28 @@ pub struct PlotArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// The experiment file (TOML), with a `[tune]` section.
+    pub file: PathBuf,
+    /// Output folder [default: results/NAME-tune/, where NAME is the experiment's name].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Overrides, as for `run`; `--runs` sets the confirmation's runs (at least 10) unless
+    /// `tune.confirm_runs` does, `--seed` the workloads' and the design's seed.
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+    /// Worker threads [default: one per core]. Results do not depend on it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Print nothing but errors (no progress, no summary).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Seconds between progress lines when stderr is not a terminal.
+    #[arg(long, value_name = "S", default_value_t = 5.0, hide = true)]
+    pub progress_interval: f64,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@
 
 use crate::cli::{
     CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs, SlurmArgs,
+    TuneArgs,
 };
 use crate::experiment::{self, Experiment, Overrides};
 use crate::policy::presets;
@@ -59,6 +60,17 @@ pub fn check(a: &CheckArgs) -> Result<(), Error> {
         experiment::cost::mb(cost.bytes_per_run),
         experiment::cost::mb(cost.peak_bytes),
     );
+    if let Some(t) = &exp.tune {
+        let levels: Vec<String> = t.params.iter().map(|p| p.levels(t.levels).len().to_string()).collect();
+        println!(
+            "[tune]: strategy \"{}\", {} ({} values), {} scenario(s); `retrysim tune {}` searches it",
+            t.strategy_name,
+            t.params.iter().map(|p| p.key.as_str()).collect::<Vec<_>>().join(", "),
+            levels.join(" x "),
+            t.scenarios.len(),
+            a.file.display()
+        );
+    }
     Ok(())
 }
 
@@ -91,6 +103,8 @@ fn afford(file: &Path, exp: &Experiment, threads: usize) -> Result<experiment::c
 /// `retrysim run`: run the cells (or one shard of them) and write the result folder.
 pub fn run(a: &RunArgs) -> Result<(), Error> {
     let exp = load(&a.file, &a.overrides)?;
+    // A bad --rank or --where is bad input: refused before anything runs.
+    rank_constraints(&a.rank, true)?;
     let shard = shard(a.shard.as_deref())?;
     if !a.quiet {
         warn(&a.file, &exp);
@@ -158,6 +172,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
 
 /// `retrysim plot DIR`: redraw the report from the files, and print the comparison.
 pub fn plot(a: &PlotArgs) -> Result<(), Error> {
+    rank_constraints(&a.rank, false)?;
     let written = report::render_report(&a.dir, &report::ReportOptions::default())?;
     if !a.quiet {
         for p in &written {
@@ -177,10 +192,100 @@ fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
         let opts = report::CompareOptions { color, ..Default::default() };
         return Ok(report::comparison(&set, &opts));
     }
-    let constraints =
-        r.constraints.iter().map(|c| report::Constraint::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    let constraints = rank_constraints(r, false)?;
     let metric = r.rank.as_deref().unwrap_or("success_rate");
     Ok(report::rank(&set, metric, &constraints)?)
+}
+
+/// `retrysim tune`: search the `[tune]` space, write tune.csv, recommendation.toml and the
+/// chart, print the recommendation.
+pub fn tune(a: &TuneArgs) -> Result<(), Error> {
+    let exp = load(&a.file, &a.overrides)?;
+    let origin = a.file.display().to_string();
+    let Some(spec) = exp.tune.as_ref() else {
+        return Err(experiment::ConfigError::MissingKey {
+            origin,
+            key: "tune".to_owned(),
+            help: Some(
+                "`retrysim tune` needs a [tune] section: strategy, objective, constraints and [tune.space] (README, \"Tuning\")"
+                    .to_owned(),
+            ),
+        }
+        .into());
+    };
+    if !exp.sweep_keys.is_empty() {
+        return Err(experiment::ConfigError::InvalidValue {
+            origin,
+            key: "sweep".to_owned(),
+            reason: "`retrysim tune` searches [tune.space] itself and runs no sweep: remove [sweep] or add --set sweep={}".to_owned(),
+        }
+        .into());
+    }
+    if !a.quiet {
+        warn(&a.file, &exp);
+    }
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(format!("{}-tune", exp.name)));
+    let threads = a
+        .threads
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    let interval = std::time::Duration::from_secs_f64(a.progress_interval.max(0.0));
+    // Shared by the search's callback and the end of this function.
+    let progress =
+        std::cell::RefCell::new(Progress::new(&format!("{} tune", exp.name), 0, a.quiet, interval));
+    let started = std::time::Instant::now();
+    let name = exp.name.clone();
+    let mut report = |e: crate::tune::Event<'_>| match e {
+        crate::tune::Event::Stage(s) => progress.borrow_mut().set_message(&format!("{name} tune: {s}")),
+        crate::tune::Event::Planned(n) => progress.borrow_mut().set_total(n),
+        crate::tune::Event::Done(done, events) => progress.borrow_mut().update(done, events),
+    };
+    let t = crate::tune::search(&exp, spec, threads, &STOP, &mut report).map_err(|_| Error::Interrupted)?;
+    let wall = started.elapsed().as_secs_f64();
+    let line = format!(
+        "{}: tune: {} runs, {} events in {wall:.1} s on {threads} thread(s)",
+        exp.name, t.runs_spent, t.events
+    );
+    progress.borrow().finish(&line);
+    let written = crate::tune::output::write(&t, &out)?;
+    if !a.quiet {
+        for p in &written {
+            println!("wrote {}", p.display());
+        }
+        println!();
+        print!("{}", crate::tune::output::summary(&t));
+        println!("wall time: {wall:.1} s on {threads} thread(s)");
+    }
+    if t.winner.is_none() {
+        return Err(Error::NothingFeasible { csv: out.join(crate::tune::output::TUNE_CSV) });
+    }
+    Ok(())
+}
+
+/// The `--where` constraints, parsed; with `known_metrics`, `--rank`'s and their metrics must
+/// be columns of runs.csv (for `run`, which has not written them yet; `plot` checks them
+/// against the folder's files).
+fn rank_constraints(r: &RankArgs, known_metrics: bool) -> Result<Vec<report::Constraint>, Error> {
+    let constraints =
+        r.constraints.iter().map(|c| report::Constraint::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    if known_metrics {
+        let names = crate::metrics::summary::METRICS.iter().map(|m| m.name);
+        for name in r.rank.iter().map(String::as_str).chain(constraints.iter().map(|c| c.metric.as_str())) {
+            if !names.clone().any(|m| m == name) {
+                let hint = experiment::schema::check::closest(name, names.clone())
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                return Err(report::ReportError::UnknownMetric {
+                    name: name.to_owned(),
+                    suggestion: hint,
+                    known: names.collect::<Vec<_>>().join(", "),
+                }
+                .into());
+            }
+        }
+    }
+    Ok(constraints)
 }
 
 /// `retrysim merge`: join shard folders.

@@ -28,6 +28,13 @@ pub enum Error {
     /// otherwise).
     #[error(transparent)]
     Slurm(#[from] SlurmError),
+    /// `retrysim tune` found no candidate that satisfies every constraint (exit code 1); its
+    /// files are written.
+    #[error(
+        "no candidate satisfies every constraint (the summary says which constraint binds; every candidate is in {})",
+        csv.display()
+    )]
+    NothingFeasible { csv: std::path::PathBuf },
     /// The run was interrupted (Ctrl-C) before it finished (exit code 1).
     #[error("interrupted: no output was written (files from an earlier run, if any, are untouched)")]
     Interrupted,
@@ -42,7 +49,7 @@ impl Error {
             Error::Slurm(e) => e.exit_code(),
             Error::Report(ReportError::Write(_) | ReportError::Chart { .. }) => 1,
             Error::Report(_) => 2,
-            Error::Write(_) | Error::Interrupted => 1,
+            Error::Write(_) | Error::Interrupted | Error::NothingFeasible { .. } => 1,
         }
     }
 }

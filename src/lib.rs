@@ -70,6 +70,8 @@
 //! - [`metrics`]: the per-run recorder and the metric columns; [`sweep`] runs the cells;
 //!   [`report`] turns results into files; [`slurm`] writes the job scripts that run a sweep's
 //!   shards on a cluster.
+//! - [`tune`]: `retrysim tune`, the search for the values of one strategy's keys that
+//!   optimise a metric under constraints (the file's `[tune]`).
 //!
 //! Determinism: the same experiment and seed give the same results on any number of threads,
 //! because every random stream is derived from (seed, point, run) and results are collected
@@ -88,5 +90,6 @@ pub mod report;
 pub mod slurm;
 pub mod stats;
 pub mod sweep;
+pub mod tune;
 
 pub use error::Error;

@@ -19,6 +19,7 @@ fn main() {
         Command::Merge(a) => commands::merge(a),
         Command::Slurm(a) => commands::slurm(a),
         Command::Plot(a) => commands::plot(a),
+        Command::Tune(a) => commands::tune(a),
         Command::Schema(a) => commands::schema(a),
         Command::Presets(a) => commands::presets(a),
     };

@@ -55,6 +55,24 @@ impl Progress {
         }
     }
 
+    /// The work grew (or shrank) to `total` runs: `retrysim tune` learns its length as it goes.
+    pub fn set_total(&mut self, new_total: u64) {
+        match self {
+            Progress::Bar(bar) => bar.set_length(new_total),
+            Progress::Lines { total, .. } => *total = new_total,
+            Progress::Quiet => {}
+        }
+    }
+
+    /// What is being done now (the bar's label; the name of the lines).
+    pub fn set_message(&mut self, message: &str) {
+        match self {
+            Progress::Bar(bar) => bar.set_message(message.to_owned()),
+            Progress::Lines { name, .. } => *name = message.to_owned(),
+            Progress::Quiet => {}
+        }
+    }
+
     /// The run ended; `line` says what it cost.
     pub fn finish(&self, line: &str) {
         if let Progress::Bar(bar) = self {

@@ -8,7 +8,7 @@
 //! the shards' files, concatenated in shard order, are the whole run's files.
 
 use crate::engine::rng::run_seed;
-use crate::experiment::Experiment;
+use crate::experiment::{Experiment, ExperimentSpec, Strategy};
 use crate::metrics::RunMetrics;
 use crate::model::{DefaultQueue, QueueChoice, simulate_with};
 use std::collections::BTreeMap;
@@ -144,6 +144,41 @@ pub fn execute_with<C: QueueChoice, S: Sink>(
         Ok(())
     };
     ordered_parallel(tasks, threads.max(1), &work, &mut consume, stop)
+}
+
+/// One replication chosen by the caller: a spec, one of its strategies and a run index (its
+/// seed is `run_seed(experiment seed, run)`, as in every cell). `retrysim tune` runs its
+/// candidates this way, each for as many runs as the search gives it.
+#[derive(Clone, Copy, Debug)]
+pub struct Job<'a> {
+    pub spec: &'a ExperimentSpec,
+    pub strategy: &'a Strategy,
+    pub run: u32,
+}
+
+/// Runs every job on `threads` worker threads and hands `(index, metrics)` to `consume` in job
+/// order, on the calling thread; `progress(done, events)` after each. When `stop` is raised,
+/// workers finish the run they are in and nothing more is handed over.
+pub fn execute_jobs(
+    seed: u64,
+    jobs: &[Job<'_>],
+    threads: usize,
+    consume: &mut dyn FnMut(usize, &RunMetrics),
+    progress: &mut dyn FnMut(u64, u64),
+    stop: &AtomicBool,
+) -> Result<(), Stopped<std::convert::Infallible>> {
+    let work = |i: usize| {
+        let job = &jobs[i];
+        simulate_with::<DefaultQueue>(job.spec, job.strategy, run_seed(seed, job.run as u64))
+    };
+    let mut events = 0u64;
+    let mut handle = |i: usize, m: RunMetrics| -> Result<(), Stopped<std::convert::Infallible>> {
+        events += m.events;
+        consume(i, &m);
+        progress(i as u64 + 1, events);
+        Ok(())
+    };
+    ordered_parallel(jobs.len(), threads.max(1), &work, &mut handle, stop)
 }
 
 /// Runs `work(0..n)` on `threads` threads and hands each result to `consume` in index order, on

@@ -66,7 +66,7 @@ fn run_storm(args: &[&str], out: &Path) -> (Table, Table, String) {
 #[test]
 fn help_documents_every_verb_and_flag() {
     let top = stdout(retrysim().arg("--help"));
-    for verb in ["run", "check"] {
+    for verb in ["run", "check", "tune"] {
         assert!(
             top.lines().any(|l| l.trim_start().starts_with(verb)),
             "`retrysim --help` lists `{verb}`:\n{top}"
@@ -77,6 +77,10 @@ fn help_documents_every_verb_and_flag() {
         assert!(run.contains(flag), "`retrysim run --help` documents {flag}:\n{run}");
     }
     assert!(run.contains("FILE") || run.contains("<FILE>"), "the experiment file argument:\n{run}");
+    let tune = stdout(retrysim().args(["tune", "--help"]));
+    for flag in ["--out", "--set", "--runs", "--seed", "--threads", "--quiet"] {
+        assert!(tune.contains(flag), "`retrysim tune --help` documents {flag}:\n{tune}");
+    }
     let check = stdout(retrysim().args(["check", "--help"]));
     for flag in ["--set", "--runs", "--seed"] {
         assert!(check.contains(flag), "`retrysim check --help` documents {flag}:\n{check}");
@@ -234,4 +238,73 @@ fn zero_threads_is_bad_input() {
         .assert()
         .code(2);
     assert!(!out.exists(), "nothing is written after bad input");
+}
+
+/// The ranking lines of `--rank METRIC` output: the labels of the listed rows, in order.
+fn ranked_labels(text: &str, metric: &str) -> Vec<String> {
+    let start = text.find(&format!("rank by {metric}")).unwrap_or_else(|| panic!("no ranking:\n{text}"));
+    text[start..]
+        .lines()
+        .skip(1)
+        .map_while(|l| {
+            let (number, rest) = l.trim_start().split_once(". ")?;
+            number.parse::<usize>().ok()?;
+            Some(rest.split(&format!("  {metric} ")).next()?.trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn rank_and_where_order_a_sweep_and_plot_repeats_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("ranked");
+    let (rank, bound) = (["--rank", "latency_p99_s"], ["--where", "amplification <= 1.5"]);
+    let mut args = vec!["--runs", "2", "--set", "sweep.\"strategies.*.max_attempts\"=[1, 3]"];
+    args.extend(rank);
+    args.extend(bound);
+    let (_, summary, stdout) = run_storm(&args, &out);
+
+    // Expected: the summary rows with amplification <= 1.5, by mean p99 latency, smallest first.
+    let key = "strategies.*.max_attempts";
+    let num = |r: &Vec<String>, c: &str| r[summary.col(c)].parse::<f64>().unwrap();
+    let mut feasible: Vec<&Vec<String>> =
+        summary.rows.iter().filter(|r| num(r, "amplification") <= 1.5).collect();
+    assert!(!feasible.is_empty() && feasible.len() < summary.rows.len(), "the bound splits the rows");
+    feasible.sort_by(|a, b| num(a, "latency_p99_s").total_cmp(&num(b, "latency_p99_s")));
+    let expected: Vec<String> = feasible
+        .iter()
+        .map(|r| format!("{} [{key}={}]", r[summary.col("strategy")], r[summary.col(key)]))
+        .collect();
+    assert!(
+        stdout.contains(&format!("{} of {} rows feasible", feasible.len(), summary.rows.len())),
+        "{stdout}"
+    );
+    assert_eq!(ranked_labels(&stdout, "latency_p99_s"), expected, "{stdout}");
+
+    // `plot DIR` with the same flags ranks the same rows from the files.
+    let mut plot = retrysim();
+    plot.arg("plot").arg(&out).args(rank).args(bound);
+    let replotted = self::stdout(&mut plot);
+    assert_eq!(ranked_labels(&replotted, "latency_p99_s"), expected);
+
+    // Nothing feasible: the binding constraint is named.
+    let mut none = retrysim();
+    none.arg("plot").arg(&out).args(rank).args(["--where", "success_rate >= 1.01"]);
+    let text = self::stdout(&mut none);
+    assert!(text.contains("no row satisfies every constraint") && text.contains("binds"), "{text}");
+
+    // A bad constraint or metric is bad input, refused before anything runs.
+    for bad in [["--where", "amplification => 1.5"], ["--where", "amplificaton <= 1.5"], ["--rank", "p99"]] {
+        let dir = tmp.path().join("never");
+        retrysim()
+            .arg("run")
+            .arg(experiment("retry-storm.toml"))
+            .args(SHORT)
+            .args(bad)
+            .arg("--out")
+            .arg(&dir)
+            .assert()
+            .code(2);
+        assert!(!dir.exists(), "{bad:?}: nothing is written");
+    }
 }

@@ -1,6 +1,6 @@
 //! README.md's key reference is what the schema generates (as CI checks that committed
 //! results are what the experiments produce): edit `src/experiment/schema.rs`, then paste the
-//! output of `retrysim schema --markdown` between the markers.
+//! output of `retrysim schema --markdown` between the markers (`scripts/readme-keys.sh` does).
 
 use retrysim::experiment::schema::markdown::{BEGIN, END, reference};
 

@@ -9,7 +9,8 @@
 mod decode;
 mod paths;
 
-pub(in crate::experiment) use paths::strategy_key;
+pub(in crate::experiment) use decode::merged_strategy;
+pub(in crate::experiment) use paths::{key_order, strategy_key};
 
 use super::validate::validate;
 use super::{ConfigError, Experiment, Overrides, Point};
@@ -37,6 +38,9 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
     default_server_kind(&mut tree);
     let mut sweep = Sweep::take(&mut tree, text, origin)?;
     let sets = apply_sets(&mut tree, &mut sweep, &overrides.set)?;
+    // `[tune]` is `retrysim tune`'s question, not part of a run: checked below, against the
+    // tree it will change.
+    let tune = tree.remove("tune");
     let axes = sweep.axes(origin)?;
     let count = point_count(&axes, origin)?;
     let mut points = Vec::with_capacity(count);
@@ -61,6 +65,14 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         );
         return Err(invalid(origin, "sweep", reason));
     };
+    let tune = match tune {
+        None => None,
+        Some(raw) => {
+            let context =
+                super::tune::Context { base: &tree, text, origin, seed: first.seed, runs: first.runs };
+            Some(super::tune::parse(raw, &context)?)
+        }
+    };
     Ok(Experiment {
         name: first.name.clone(),
         description: description(text),
@@ -73,7 +85,35 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         sweep_keys: axes.iter().map(|a| a.key.clone()).collect(),
         points,
         skipped,
+        tune,
     })
+}
+
+/// Why [`spec_with`] refused a set of changes.
+#[derive(Debug)]
+pub(in crate::experiment) enum SpecError {
+    /// `key` cannot be written (no such strategy, not a table on the way...).
+    Key { key: String, reason: String },
+    /// The changed file does not decode or validate.
+    Config(ConfigError),
+}
+
+/// `tree` with each dotted `(key, value)` written in order (as `--set` writes them), decoded
+/// and validated: for `retrysim tune`, whose candidates and scenarios are such changes.
+pub(in crate::experiment) fn spec_with(
+    tree: &Table,
+    changes: &[(String, Value)],
+    origin: &str,
+) -> Result<super::ExperimentSpec, SpecError> {
+    let mut tree = tree.clone();
+    for (key, value) in changes {
+        let key_error = |reason| SpecError::Key { key: key.clone(), reason };
+        let path = paths::KeyPath::parse(&tree, key).map_err(key_error)?;
+        path.set(&mut tree, value.clone()).map_err(key_error)?;
+    }
+    let spec = decode::experiment(&tree, origin).map_err(SpecError::Config)?;
+    validate(&spec, origin).map_err(SpecError::Config)?;
+    Ok(spec)
 }
 
 /// The leading comment block of the file: its `#` lines up to the first other line, without

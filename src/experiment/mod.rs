@@ -14,6 +14,7 @@ mod error;
 mod load;
 pub mod schema;
 pub mod spec;
+pub mod tune;
 mod validate;
 mod warnings;
 
@@ -67,6 +68,8 @@ pub struct Experiment {
     pub points: Vec<Point>,
     /// Points that `[sweep] skip_invalid` left out, with the reason.
     pub skipped: Vec<Skipped>,
+    /// The file's `[tune]`, checked: what `retrysim tune` searches (`run` ignores it).
+    pub tune: Option<tune::TuneSpec>,
 }
 
 /// One point of the sweep.

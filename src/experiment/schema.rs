@@ -42,6 +42,13 @@ pub enum Ty {
     Table(&'static Table),
     /// A table whose `kind` (or `dist`) picks its other keys.
     Tagged(&'static Tagged),
+    /// A table whose keys are dotted keys of the format (`backoff.base`,
+    /// `server.faults[0].duration`), each checked by the loader against the key it names:
+    /// `[tune.space]` (`lists`: each value is a range or a list of that key's values) and the
+    /// entries of `tune.scenarios` (each value is one value of that key).
+    Keys {
+        lists: bool,
+    },
 }
 
 /// A table with fixed keys.
@@ -184,6 +191,61 @@ pub static ROOT: Table = Table {
             Absent("no sweep: one point"),
             "parameter sweep: KEY = [values], see \"Sweeps\"",
         ),
+        f(
+            "tune",
+            Ty::Table(&TUNE),
+            Absent("none: `retrysim tune` needs it; `run` ignores it"),
+            "what `retrysim tune` searches, see \"Tuning\"",
+        ),
+    ],
+};
+
+/// `[tune]`: the question `retrysim tune` answers. The loader checks what the fixed keys
+/// cannot say alone: the strategy exists, every key of `space` belongs to its kinds, the
+/// metrics exist, the scenarios are valid experiments.
+pub static TUNE: Table = Table {
+    partial: false,
+    fields: &[
+        f("strategy", Ty::Str, Absent("the only strategy, when the file has one"), "the strategy to tune, by name"),
+        f("objective", Ty::Str, Required, "the metric to minimise (a summary.csv column), at its worst over the scenarios"),
+        f("maximize", Ty::Bool, Value("false"), "maximise the objective instead"),
+        f(
+            "constraints",
+            Ty::List(&Ty::Str),
+            Value("[]"),
+            "\"METRIC OP VALUE\" (OP one of <=, <, >=, >; VALUE a number or a duration), each to hold on the mean in every scenario",
+        ),
+        f(
+            "space",
+            Ty::Keys { lists: true },
+            Required,
+            "KEY = [low, high] or a list of values, KEY a key of the strategy (`backoff.base`, `max_attempts`, `budget.ratio`); durations and positive numbers are searched on a log scale, integers as integers; `{ values = [a, b] }` is a list of two",
+        )
+        .rules("at least one key; low <= high"),
+        f(
+            "scenarios",
+            Ty::List(&Ty::Keys { lists: false }),
+            Absent("one: the file as written"),
+            "override sets (dotted KEY = value, as for --set; `name` labels it) over which every constraint must hold and the objective is taken at its worst",
+        ),
+        f("levels", U32, Value("9"), "values per [low, high] range: the search resolution (integers: every one, up to 2 x levels)")
+            .range(Range::AtLeast(2.0)),
+        f("candidates", U32, Absent("6 per parameter, at least 12"), "candidates of the coarse design (a maximin Latin hypercube)")
+            .range(Range::AtLeast(1.0)),
+        f("runs", U32, Value("2"), "runs per scenario of a candidate's first evaluation; doubled at each halving")
+            .range(Range::AtLeast(1.0)),
+        f("rounds", U32, Value("4"), "rounds of halving and refinement after the coarse design"),
+        f("confirm", U32, Value("3"), "finalists confirmed with `confirm_runs` runs").range(Range::AtLeast(1.0)),
+        f("confirm_runs", U32, Absent("the experiment's `runs`, at least 10"), "runs per scenario of the confirmation (at least the last round's)")
+            .range(Range::AtLeast(2.0)),
+        f(
+            "precision",
+            Ty::Num,
+            Value("0.05"),
+            "the confirmation doubles its runs (up to 4 x confirm_runs) until the winner's 95 % half-width is at most this fraction of its objective",
+        )
+        .range(Range::AboveUpTo(0.0, 1.0)),
+        f("seed", U64, Absent("the experiment's `seed`"), "seed of the design (the workloads keep the experiment's seed)"),
     ],
 };
 

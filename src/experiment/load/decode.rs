@@ -84,6 +84,25 @@ fn strategy(
     Ok(Strategy { name, preset, policy })
 }
 
+/// Strategy `index` of `tree` as the file defines it before defaults: `[client]`, then its
+/// preset, then its own keys, merged as [`strategy`] merges them (without `name` and
+/// `preset`). `None` when there is no such strategy.
+pub(in crate::experiment) fn merged_strategy(tree: &Table, index: usize) -> Option<Table> {
+    let own = tree.get("strategies")?.as_array()?.get(index)?.as_table()?;
+    let mut merged = match tree.get("client") {
+        Some(Value::Table(client)) => client.clone(),
+        _ => Table::new(),
+    };
+    if let Some(p) = own.get("preset").and_then(Value::as_str).and_then(presets::find) {
+        merge(&mut merged, &preset_table(p));
+    }
+    let mut own = own.clone();
+    own.remove("name");
+    own.remove("preset");
+    merge(&mut merged, &own);
+    Some(merged)
+}
+
 /// A preset's keys as a table (presets are checked by tests to parse and to use only schema
 /// keys).
 pub(in crate::experiment) fn preset_table(p: &presets::Preset) -> Table {

@@ -275,16 +275,24 @@ pub(super) fn sweep_target(key: &str) -> Option<Option<String>> {
 /// `super::flatten` does. `toml::Table` sorts keys, so the order comes from the spans of a
 /// second, span-keeping parse.
 pub(super) fn sweep_order(text: &str) -> Vec<String> {
+    key_order(text, &["sweep"])
+}
+
+/// The dotted keys under the table at `path` (`["tune", "space"]`) in the order the file
+/// writes them, flattened like [`sweep_order`]; empty when the file has no such table.
+pub(in crate::experiment) fn key_order(text: &str, path: &[&str]) -> Vec<String> {
     let Ok(doc) = toml::de::DeTable::parse(text) else {
         return Vec::new();
     };
-    let Some(sweep) = doc.get_ref().get("sweep") else {
-        return Vec::new();
-    };
-    let mut keys = Vec::new();
-    if let toml::de::DeValue::Table(table) = sweep.get_ref() {
-        spanned_keys("", table, &mut keys);
+    let mut table = doc.get_ref();
+    for step in path {
+        match table.get(*step).map(|v| v.get_ref()) {
+            Some(toml::de::DeValue::Table(inner)) => table = inner,
+            _ => return Vec::new(),
+        }
     }
+    let mut keys = Vec::new();
+    spanned_keys("", table, &mut keys);
     keys.sort_by_key(|(start, _)| *start);
     keys.into_iter().map(|(_, k)| k).collect()
 }
@@ -411,5 +419,8 @@ mod tests {
     fn sweep_order_follows_the_file() {
         let text = "[sweep]\n\"z.b\" = [1]\na = [2]\nm.n = [3]\n";
         assert_eq!(sweep_order(text), vec!["z.b", "a", "m.n"]);
+        let tune = "[tune.space]\n\"max_attempts\" = [1, 2]\nbackoff.cap = [1]\n\"backoff.base\" = [2]\n";
+        assert_eq!(key_order(tune, &["tune", "space"]), vec!["max_attempts", "backoff.cap", "backoff.base"]);
+        assert!(key_order(tune, &["tune", "nope"]).is_empty());
     }
 }

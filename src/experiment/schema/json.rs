@@ -44,6 +44,12 @@ fn ty(t: &Ty) -> Value {
         Ty::List(item) => json!({ "type": "array", "items": ty(item) }),
         Ty::Table(t) => table(t),
         Ty::Tagged(t) => tagged(t),
+        // Dotted keys, quoted (`"backoff.base" = ...`) or nested by TOML (`backoff.base = ...`).
+        Ty::Keys { lists: true } => json!({
+            "type": "object",
+            "additionalProperties": { "anyOf": [{ "type": "array", "minItems": 1 }, { "type": "object" }] },
+        }),
+        Ty::Keys { lists: false } => json!({ "type": "object" }),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::{
     BACKOFF, BREAKER, BUDGET, CLIENT, DIST, ERROR, FAULT, IDEMPOTENCY, LAYER, NETWORK, OUTPUT, OVERLOAD,
-    RATE_LIMIT, ROOT, SERVER, STRATEGY, SWEEP, THROTTLE, WORKLOAD,
+    RATE_LIMIT, ROOT, SERVER, STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
 };
 use super::{Field, IfAbsent, Range, Table, Tagged, Ty};
 
@@ -75,6 +75,11 @@ pub fn reference() -> String {
         "`[sweep]`",
         "Besides `skip_invalid`, every key is a dotted key with a list of values (see \"Sweeps\").",
         table(&SWEEP),
+    );
+    section(
+        "`[tune]`",
+        "What `retrysim tune` searches (see \"Tuning\"); `run` ignores it, `check` checks it.",
+        table(&TUNE),
     );
     out.trim_end().to_owned() + "\n"
 }
@@ -150,6 +155,8 @@ fn type_name(t: &Ty) -> String {
         Ty::List(item) => format!("list of {}", plural(&type_name(item))),
         Ty::Table(_) => "table".into(),
         Ty::Tagged(t) => format!("table by `{}`", t.tag),
+        Ty::Keys { lists: true } => "table of KEY = [low, high] or [values]".into(),
+        Ty::Keys { lists: false } => "table of KEY = value".into(),
     }
 }
 

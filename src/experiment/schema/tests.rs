@@ -193,9 +193,33 @@ timeseries = true
 [sweep]
 skip_invalid = false
 "server.concurrency" = [8, 10]
+[tune]
+strategy = "ratio"
+objective = "latency_p99_s"
+maximize = false
+constraints = ["success_rate >= 0.9", "amplification <= 2"]
+levels = 5
+candidates = 6
+runs = 1
+rounds = 2
+confirm = 2
+confirm_runs = 4
+precision = 0.1
+seed = 9
+[tune.space]
+"backoff.base" = ["1ms", "10ms"]
+max_attempts = [2, 3]
+"budget.ratio" = { values = [0.1, 0.2] }
+[[tune.scenarios]]
+name = "quiet"
+"server.faults" = []
+[[tune.scenarios]]
 "#;
     let exp = load_str(text, "every-key.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(exp.points.len(), 2);
+    let tune = exp.tune.as_ref().expect("[tune] is kept");
+    assert_eq!(tune.params.len(), 3);
+    assert_eq!(tune.scenarios.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["quiet", "file"]);
     // The kinds the file above cannot hold at once: a closed workload against the OCC row.
     let closed = r#"
 name = "every-key-closed"

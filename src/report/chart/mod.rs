@@ -13,6 +13,7 @@ pub mod latency_cdf;
 pub mod svg_text;
 pub mod sweep_lines;
 pub mod timeseries;
+pub mod tune;
 
 use super::ReportError;
 use super::paths;
@@ -229,6 +230,8 @@ pub enum Kind {
     Timeseries(timeseries::TimeseriesChart),
     /// The distribution over runs of latency percentiles.
     Latency(latency_cdf::LatencyChart),
+    /// `retrysim tune`: the objective over the searched space.
+    Tune(tune::TuneChart),
 }
 
 /// One chart: what it shows, its file stem, and its data.
@@ -255,6 +258,7 @@ impl Chart {
             Kind::Heatmap(c) => c.draw(&area),
             Kind::Timeseries(c) => c.draw(&area),
             Kind::Latency(c) => c.draw(&area),
+            Kind::Tune(c) => c.draw(&area),
         }
     }
 
