@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 24] = [
+const METRICS: [&str; 29] = [
     "ops",
     "succeeded",
     "failed",
@@ -27,8 +27,13 @@ const METRICS: [&str; 24] = [
     "latency_p50_s",
     "latency_p99_s",
     "latency_max_s",
+    "latency_min_s",
+    "latency_mean_s",
     "duplicates",
     "wasted_work_s",
+    "wait_mean_s",
+    "queued_fraction",
+    "in_server_mean",
     "peak_offered_rps",
     "recovery_time_s",
     "metastable",

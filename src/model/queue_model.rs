@@ -199,16 +199,17 @@ impl QueueModel {
                 self.clients.ops.release(req.op)
             }
             Arrival::Started { worker, service } => {
-                self.accepted(now);
+                self.accepted(now, false);
+                self.rec.service_started(Span::ZERO);
                 s.schedule_in(service, Ev::Done { worker })
             }
-            Arrival::Queued => self.accepted(now),
+            Arrival::Queued => self.accepted(now, true),
         }
     }
 
     #[inline]
-    fn accepted(&mut self, now: Instant) {
-        self.rec.accepted(now);
+    fn accepted(&mut self, now: Instant, queued: bool) {
+        self.rec.accepted(now, queued);
         let (busy, queued) = self.server.levels();
         self.rec.levels(now, busy, queued);
     }
@@ -233,7 +234,10 @@ impl QueueModel {
         let now = s.now();
         while let Some(next) = self.server.next_waiting(now) {
             match next {
-                Next::Started { worker, service } => s.schedule_in(service, Ev::Done { worker }),
+                Next::Started { worker, service, waited } => {
+                    self.rec.service_started(waited);
+                    s.schedule_in(service, Ev::Done { worker })
+                }
                 Next::Dropped(req) => self.clients.ops.release(req.op),
             }
         }
