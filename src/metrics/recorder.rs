@@ -430,7 +430,10 @@ mod tests {
         assert_eq!(m.in_server_mean, 1.5);
         // Nothing ended: zeros, not NaN.
         let m = RunRecorder::new(false, TimeSeries::none()).finish(0, None, t(S));
-        assert_eq!((m.latency_min_s, m.latency_mean_s, m.wait_mean_s, m.queued_fraction, m.in_server_mean), (0.0, 0.0, 0.0, 0.0, 0.0));
+        assert_eq!(
+            (m.latency_min_s, m.latency_mean_s, m.wait_mean_s, m.queued_fraction, m.in_server_mean),
+            (0.0, 0.0, 0.0, 0.0, 0.0)
+        );
     }
 
     #[test]

@@ -22,11 +22,7 @@ pub enum Placed {
 #[derive(Clone, Copy, Debug)]
 pub enum Next {
     /// A worker started the oldest waiting request, which had waited `waited` in the queue.
-    Started {
-        worker: u32,
-        service: Span,
-        waited: Span,
-    },
+    Started { worker: u32, service: Span, waited: Span },
     /// A request dropped unserved (`drop_expired`).
     Dropped(Request),
 }
