@@ -69,6 +69,8 @@
 //! - [`experiment`]: TOML -> validated [`experiment::Experiment`] (`--set`, sweeps, checks).
 //! - [`metrics`]: the per-run recorder and the metric columns; [`sweep`] runs the cells;
 //!   [`report`] turns results into files.
+//! - [`validation`]: the validation suite (`retrysim validate`): every model against theory
+//!   and the published studies, written to VALIDATION.md.
 //!
 //! Determinism: the same experiment and seed give the same results on any number of threads,
 //! because every random stream is derived from (seed, point, run) and results are collected
@@ -86,5 +88,6 @@ pub mod progress;
 pub mod report;
 pub mod stats;
 pub mod sweep;
+pub mod validation;
 
 pub use error::Error;

@@ -20,6 +20,7 @@ fn main() {
         Command::Plot(a) => commands::plot(a),
         Command::Schema(a) => commands::schema(a),
         Command::Presets(a) => commands::presets(a),
+        Command::Validate(a) => commands::validate(a),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e}");
