@@ -764,10 +764,12 @@ fn breaker(exp: &Experiment, results: &Results, _: &Path) -> Result<Evaluation, 
             spec.horizon.as_ns(),
             ops,
         );
+        let probes = b.minimum_calls.min(b.half_open_calls) as u64;
+        let periods = expected.saturating_sub(b.minimum_calls as u64) / probes;
         rows.push(Row::value(
             format!(
-                "{}: calls, minimum_calls = {}, half_open_calls = {}, open_for = {}, {horizon} s",
-                strategy.name, b.minimum_calls, b.half_open_calls, b.open_for
+                "{}: calls in {horizon} s = minimum_calls {} + {periods} half-open period(s) x {probes} probes (open_for = {})",
+                strategy.name, b.minimum_calls, b.open_for
             ),
             Unit::NUMBER,
             expected as f64,

@@ -165,7 +165,7 @@ pub fn render(findings: &[Finding]) -> String {
          - A row `within [low, high]` requires every observation of every run to lie in the \
          interval; the simulated cell shows the smallest and largest seen.\n\
          - Runs per check were chosen so that the 95 % half-width is near 1 % of the value where \
-         the time budget allows (the whole suite runs in about a minute on 2 cores).\n\n"
+         the time budget allows (the whole suite runs in well under a minute on 2 cores).\n\n"
     );
     md.push_str("## Summary\n\n");
     md.push_str(&summary_table(findings));
