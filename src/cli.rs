@@ -37,6 +37,26 @@ pub enum Command {
     Schema(SchemaArgs),
     /// List the production presets, or print one with the source of each value.
     Presets(PresetsArgs),
+    /// Run the validation suite (experiments/validation/) and write VALIDATION.md: every
+    /// model against theory and the published studies. Exits with 1 if a check fails.
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Write DIR/VALIDATION.md [default: the current folder, the repository root].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Run only this check (the file stem in experiments/validation/); repeatable. The file
+    /// written then holds only those checks.
+    #[arg(long = "check", value_name = "ID")]
+    pub checks: Vec<String>,
+    /// The suite's folder [default: experiments/validation].
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub suite: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@
 
 use crate::cli::{
     CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs, SlurmArgs,
-    TuneArgs,
+    TuneArgs, ValidateArgs,
 };
 use crate::experiment::{self, Experiment, Overrides};
 use crate::policy::presets;
@@ -415,6 +415,47 @@ pub fn presets(a: &PresetsArgs) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// `retrysim validate`: run the suite, write VALIDATION.md (even when checks fail), and fail
+/// with exit code 1 if any check failed. Progress and wall times go to stderr only: the file
+/// is the same bytes every time.
+pub fn validate(a: &ValidateArgs) -> Result<(), Error> {
+    let suite = a.suite.clone().unwrap_or_else(|| PathBuf::from(crate::validation::SUITE_DIR));
+    let started = std::time::Instant::now();
+    let mut last = started;
+    let findings = crate::validation::run(&suite, &a.checks, &mut |f, events| {
+        if !a.quiet {
+            let now = std::time::Instant::now();
+            eprintln!(
+                "{:<22} {:<4} {:>6.1} s  {:>6.1} M events",
+                f.id,
+                if f.passed() { "pass" } else { "FAIL" },
+                now.duration_since(last).as_secs_f64(),
+                events as f64 / 1e6
+            );
+            last = now;
+        }
+    })?;
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&dir).map_err(report::WriteError::at(&dir))?;
+    let path = dir.join(crate::validation::FILE);
+    report::write_atomically(&path, crate::validation::markdown::render(&findings).as_bytes())?;
+    let failed: Vec<String> = findings.iter().filter(|f| !f.passed()).map(|f| f.id.clone()).collect();
+    if !a.quiet {
+        eprintln!(
+            "{} checks, {} failed, in {:.1} s; wrote {}",
+            findings.len(),
+            failed.len(),
+            started.elapsed().as_secs_f64(),
+            path.display()
+        );
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::ChecksFailed { failed: failed.len(), total: findings.len(), names: failed, path })
+    }
 }
 
 /// Whether `dir` holds the complete result of `exp` (and `shard`): its manifest, written last,

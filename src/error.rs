@@ -4,6 +4,7 @@ use crate::experiment::ConfigError;
 use crate::report::merge::MergeError;
 use crate::report::{ReportError, WriteError};
 use crate::slurm::SlurmError;
+use crate::validation::ValidationError;
 
 /// Anything that stops a command.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +36,13 @@ pub enum Error {
         csv.display()
     )]
     NothingFeasible { csv: std::path::PathBuf },
+    /// The validation suite could not run (exit code 2 for an invalid experiment file or an
+    /// unknown `--check`, 1 for a suite file that lacks what its check reads).
+    #[error(transparent)]
+    Validation(#[from] ValidationError),
+    /// The validation suite ran and some checks failed (exit code 1); VALIDATION.md says which.
+    #[error("{failed} of {total} validation check(s) failed: {}; see {}", names.join(", "), path.display())]
+    ChecksFailed { failed: usize, total: usize, names: Vec<String>, path: std::path::PathBuf },
     /// The run was interrupted (Ctrl-C) before it finished (exit code 1).
     #[error("interrupted: no output was written (files from an earlier run, if any, are untouched)")]
     Interrupted,
@@ -49,6 +57,8 @@ impl Error {
             Error::Slurm(e) => e.exit_code(),
             Error::Report(ReportError::Write(_) | ReportError::Chart { .. }) => 1,
             Error::Report(_) => 2,
+            Error::Validation(ValidationError::Config(_) | ValidationError::UnknownCheck(..)) => 2,
+            Error::Validation(_) | Error::ChecksFailed { .. } => 1,
             Error::Write(_) | Error::Interrupted | Error::NothingFeasible { .. } => 1,
         }
     }

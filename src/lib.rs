@@ -72,6 +72,8 @@
 //!   shards on a cluster.
 //! - [`tune`]: `retrysim tune`, the search for the values of one strategy's keys that
 //!   optimise a metric under constraints (the file's `[tune]`).
+//! - [`validation`]: the validation suite (`retrysim validate`): every model against theory
+//!   and the published studies, written to VALIDATION.md.
 //!
 //! Determinism: the same experiment and seed give the same results on any number of threads,
 //! because every random stream is derived from (seed, point, run) and results are collected
@@ -91,5 +93,6 @@ pub mod slurm;
 pub mod stats;
 pub mod sweep;
 pub mod tune;
+pub mod validation;
 
 pub use error::Error;

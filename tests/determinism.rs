@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 27] = [
+const METRICS: [&str; 32] = [
     "ops",
     "succeeded",
     "failed",
@@ -27,11 +27,16 @@ const METRICS: [&str; 27] = [
     "latency_p50_s",
     "latency_p99_s",
     "latency_max_s",
+    "latency_min_s",
+    "latency_mean_s",
     "duplicates",
     "applied",
     "failed_but_applied",
     "idempotency_keys_peak",
     "wasted_work_s",
+    "wait_mean_s",
+    "queued_fraction",
+    "in_server_mean",
     "peak_offered_rps",
     "recovery_time_s",
     "metastable",

@@ -22,6 +22,10 @@ pub struct RunMetrics {
     pub latency_p99_s: f64,
     /// The exact maximum (not a histogram bucket edge).
     pub latency_max_s: f64,
+    /// The exact minimum (0 when no operation ended).
+    pub latency_min_s: f64,
+    /// The exact mean over the operations that ended (not from the histogram).
+    pub latency_mean_s: f64,
     pub duplicates: u64,
     /// Operations whose side effect happened at least once (so side-effect executions are
     /// `applied + duplicates`).
@@ -32,6 +36,15 @@ pub struct RunMetrics {
     /// The most idempotency keys the server's dedup store held at once.
     pub idempotency_keys_peak: u64,
     pub wasted_work_s: f64,
+    /// Mean time the requests a worker started had waited in the server's queue (0 for those
+    /// started on arrival); 0 when none started.
+    pub wait_mean_s: f64,
+    /// Of the requests the server accepted (started or queued), the fraction that were queued
+    /// (found every usable worker busy); 0 when none was accepted.
+    pub queued_fraction: f64,
+    /// Time-average number of requests at the server (in service + queued) over
+    /// `[0, completion_time_s]`.
+    pub in_server_mean: f64,
     pub peak_offered_rps: u64,
     /// `None` when the run never recovered, or recovery could not be measured.
     pub recovery_time_s: Option<f64>,
@@ -65,11 +78,28 @@ pub struct RunRecorder {
     last_end: Instant,
     latency_ns: Histogram<u64>,
     latency_max_ns: u64,
+    latency_min_ns: u64,
+    /// Sum of the latencies of the operations that ended, and how many ended.
+    latency_sum_ns: u128,
+    ended: u64,
     duplicates: u64,
     applied: u64,
     failed_but_applied: u64,
     keys_peak: u64,
     wasted_ns: u128,
+    /// Requests accepted by the server (started or queued), and of those, queued.
+    accepted: u64,
+    queued: u64,
+    /// Requests a worker started, and their total wait in the queue.
+    started: u64,
+    wait_sum_ns: u128,
+    /// The time integral of the requests at the server (request-nanoseconds), the level since
+    /// the last change, and when that change happened.
+    in_server_area: u128,
+    in_server: u64,
+    in_server_since: Instant,
+    /// The integral up to the latest operation end (the makespan so far).
+    in_server_area_at_end: u128,
     /// Calls per millisecond over the last second, a ring indexed by `ms % 1000`: a sliding
     /// 1 s window at 1 ms resolution, so `peak_offered_rps` is the most calls in any 1 s
     /// window (not only whole seconds) in 8 KB, whatever the call rate.
@@ -100,11 +130,22 @@ impl RunRecorder {
             // 3 significant digits: quantiles within 0.1 %; auto-resizing covers ns to years.
             latency_ns: Histogram::new(3).expect("3 significant figures is a valid precision"),
             latency_max_ns: 0,
+            latency_min_ns: u64::MAX,
+            latency_sum_ns: 0,
+            ended: 0,
             duplicates: 0,
             applied: 0,
             failed_but_applied: 0,
             keys_peak: 0,
             wasted_ns: 0,
+            accepted: 0,
+            queued: 0,
+            started: 0,
+            wait_sum_ns: 0,
+            in_server_area: 0,
+            in_server: 0,
+            in_server_since: Instant::ZERO,
+            in_server_area_at_end: 0,
             calls_per_ms: Box::new([0; WINDOW_MS]),
             last_ms: 0,
             window_calls: 0,
@@ -163,11 +204,21 @@ impl RunRecorder {
         self.server_calls += 1;
     }
 
-    /// The server took a request in at `now`: started, queued, answered from its dedup store or
-    /// parked on a key in progress.
+    /// The server took a request in at `now`: a worker started it (`queued = false`), it waits
+    /// in the queue, it was answered from the dedup store or parked on a key in progress.
     #[inline]
-    pub fn accepted(&mut self, now: Instant) {
+    pub fn accepted(&mut self, now: Instant, queued: bool) {
+        self.accepted += 1;
+        self.queued += queued as u64;
         self.series.count(Count::Accepted, now);
+    }
+
+    /// A worker started a request that had waited `waited` in the queue (zero if it never
+    /// queued).
+    #[inline]
+    pub fn service_started(&mut self, waited: Span) {
+        self.started += 1;
+        self.wait_sum_ns += waited.as_ns() as u128;
     }
 
     /// The server turned a request away without the work at `now`.
@@ -185,7 +236,33 @@ impl RunRecorder {
     /// From `now` on, the server serves `in_service` requests and `queued` wait.
     #[inline]
     pub fn levels(&mut self, now: Instant, in_service: u32, queued: usize) {
+        self.integrate_in_server(now);
+        self.in_server = in_service as u64 + queued as u64;
         self.series.levels(now, in_service as u64, queued as u64);
+    }
+
+    /// Adds the level since the last change up to `now` to the integral.
+    #[inline]
+    fn integrate_in_server(&mut self, now: Instant) {
+        self.in_server_area = self.in_server_area_to(now);
+        self.in_server_since = self.in_server_since.max(now);
+    }
+
+    /// The integral of the requests at the server from 0 to `now` (no earlier than the last
+    /// change).
+    #[inline]
+    fn in_server_area_to(&self, now: Instant) -> u128 {
+        let held = if now > self.in_server_since { now.since(self.in_server_since).as_ns() } else { 0 };
+        self.in_server_area + self.in_server as u128 * held as u128
+    }
+
+    /// The makespan reaches `now` (an operation ended): keeps the level integral up to it.
+    #[inline]
+    fn makespan_to(&mut self, now: Instant) {
+        if now >= self.last_end {
+            self.last_end = now;
+            self.in_server_area_at_end = self.in_server_area_to(now);
+        }
     }
 
     /// A served request executed its operation's side effect at `now`; `executions` counts
@@ -234,12 +311,15 @@ impl RunRecorder {
 
     #[inline]
     fn ended(&mut self, started: Instant, attempts: u32, now: Instant, success: bool) {
-        self.last_end = self.last_end.max(now);
+        self.makespan_to(now);
         self.series.op_ended(started, now, success);
         let latency = now.since(started).as_ns();
+        self.latency_sum_ns += latency as u128;
+        self.ended += 1;
         // Cannot fail: the histogram auto-resizes and values are non-negative.
         let _ = self.latency_ns.record(latency);
         self.latency_max_ns = self.latency_max_ns.max(latency);
+        self.latency_min_ns = self.latency_min_ns.min(latency);
         if self.track_recovery {
             let b = self.start_bucket(started);
             b.succeeded += success as u64;
@@ -252,7 +332,7 @@ impl RunRecorder {
     /// latency percentiles; the recovery analysis counts its latency up to the horizon.
     pub fn unfinished(&mut self, started: Instant, attempts: u32, horizon: Instant) {
         self.failed_by[FailReason::Unfinished as usize] += 1;
-        self.last_end = self.last_end.max(horizon);
+        self.makespan_to(horizon);
         self.series.op_ended(started, horizon, false);
         if self.track_recovery {
             let b = self.start_bucket(started);
@@ -276,6 +356,8 @@ impl RunRecorder {
         };
         let recovery = recovery::analyse(&self.by_start_s, faults, horizon);
         let failed = self.failed_by.iter().sum();
+        let end = self.last_end;
+        let ratio = |num: u128, den: u64| if den == 0 { 0.0 } else { num as f64 / den as f64 };
         RunMetrics {
             ops: self.ops,
             succeeded: self.succeeded,
@@ -287,11 +369,16 @@ impl RunRecorder {
             latency_p50_s: q(0.5),
             latency_p99_s: q(0.99),
             latency_max_s: self.latency_max_ns as f64 / NS_PER_S,
+            latency_min_s: if self.ended == 0 { 0.0 } else { self.latency_min_ns as f64 / NS_PER_S },
+            latency_mean_s: ratio(self.latency_sum_ns, self.ended) / NS_PER_S,
             duplicates: self.duplicates,
             applied: self.applied,
             failed_but_applied: self.failed_but_applied,
             idempotency_keys_peak: self.keys_peak,
             wasted_work_s: self.wasted_ns as f64 / NS_PER_S,
+            wait_mean_s: ratio(self.wait_sum_ns, self.started) / NS_PER_S,
+            queued_fraction: ratio(self.queued as u128, self.accepted),
+            in_server_mean: ratio(self.in_server_area_at_end, end.as_ns()),
             peak_offered_rps: self.peak_calls_per_s,
             recovery_time_s: recovery.time_s(),
             metastable: recovery.metastable(),
@@ -344,6 +431,42 @@ mod tests {
         // exact; the median is within the histogram's 0.1 %.
         assert_eq!(m.latency_max_s, (3 * S - 2) as f64 / 1e9);
         assert!((m.latency_p50_s - 2.0).abs() < 0.002);
+    }
+
+    /// The exact latency mean and minimum, the queue's wait and share, and the level integral
+    /// over the makespan.
+    #[test]
+    fn means_waits_and_the_level_integral() {
+        let mut r = RunRecorder::new(false, TimeSeries::none());
+        // Two requests: one started at once at 0, one queued at 1 s and started at 3 s.
+        r.op_started(t(0));
+        r.accepted(t(0), false);
+        r.service_started(Span::ZERO);
+        r.levels(t(0), 1, 0);
+        r.op_started(t(S));
+        r.accepted(t(S), true);
+        r.levels(t(S), 1, 1);
+        r.op_succeeded(t(0), 1, t(3 * S));
+        r.service_started(Span::from_secs(2));
+        r.levels(t(3 * S), 1, 0);
+        r.op_succeeded(t(S), 1, t(4 * S));
+        r.levels(t(4 * S), 0, 0);
+        // Work after the last operation ended is not in the makespan's integral.
+        r.levels(t(5 * S), 1, 0);
+        r.levels(t(9 * S), 0, 0);
+        let m = r.finish(0, None, t(10 * S));
+        assert_eq!((m.latency_min_s, m.latency_mean_s, m.latency_max_s), (3.0, 3.0, 3.0));
+        assert_eq!(m.wait_mean_s, 1.0, "waits 0 and 2 s");
+        assert_eq!(m.queued_fraction, 0.5);
+        // 1 request over [0, 1), 2 over [1, 3), 1 over [3, 4): 6 request-seconds in 4 s.
+        assert_eq!(m.completion_time_s, 4.0);
+        assert_eq!(m.in_server_mean, 1.5);
+        // Nothing ended: zeros, not NaN.
+        let m = RunRecorder::new(false, TimeSeries::none()).finish(0, None, t(S));
+        assert_eq!(
+            (m.latency_min_s, m.latency_mean_s, m.wait_mean_s, m.queued_fraction, m.in_server_mean),
+            (0.0, 0.0, 0.0, 0.0, 0.0)
+        );
     }
 
     #[test]

@@ -125,7 +125,7 @@ impl Model for OccModel {
             }
             Ev::WriteArrive { op, version } => {
                 self.rec.server_call();
-                self.rec.accepted(now);
+                self.rec.accepted(now, false);
                 let ok = version == self.version;
                 if ok {
                     self.version += 1;

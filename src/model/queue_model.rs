@@ -245,10 +245,12 @@ impl QueueModel {
                 self.unanswered(req)
             }
             Arrival::Started { worker, service } => {
-                self.accepted(now);
+                self.accepted(now, false);
+                self.rec.service_started(Span::ZERO);
                 s.schedule_in(service, Ev::Done { worker })
             }
-            Arrival::Queued | Arrival::Parked => self.accepted(now),
+            Arrival::Queued => self.accepted(now, true),
+            Arrival::Parked => self.accepted(now, false),
             Arrival::Replayed(o) => self.replayed(req, o, s),
         }
     }
@@ -257,7 +259,7 @@ impl QueueModel {
     /// loop does not inline the client's answer handling a second time).
     #[inline(never)]
     fn replayed<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
-        self.accepted(s.now());
+        self.accepted(s.now(), false);
         self.respond(req, reply, s)
     }
 
@@ -270,8 +272,8 @@ impl QueueModel {
     }
 
     #[inline]
-    fn accepted(&mut self, now: Instant) {
-        self.rec.accepted(now);
+    fn accepted(&mut self, now: Instant, queued: bool) {
+        self.rec.accepted(now, queued);
         let (busy, queued) = self.server.levels();
         self.rec.levels(now, busy, queued);
     }
@@ -314,7 +316,10 @@ impl QueueModel {
         let now = s.now();
         while let Some(next) = self.server.next_waiting(now) {
             match next {
-                Next::Started { worker, service } => s.schedule_in(service, Ev::Done { worker }),
+                Next::Started { worker, service, waited } => {
+                    self.rec.service_started(waited);
+                    s.schedule_in(service, Ev::Done { worker })
+                }
                 Next::Dropped(req) => self.unanswered(req),
             }
         }

@@ -69,6 +69,8 @@ const INFO: &[MetricInfo] = &[
     MetricInfo { name: "latency_p50_s", label: "p50 latency", unit: "s", better: Some(Better::Lower) },
     MetricInfo { name: "latency_p99_s", label: "p99 latency", unit: "s", better: Some(Better::Lower) },
     MetricInfo { name: "latency_max_s", label: "max latency", unit: "s", better: Some(Better::Lower) },
+    MetricInfo { name: "latency_min_s", label: "min latency", unit: "s", better: Some(Better::Lower) },
+    MetricInfo { name: "latency_mean_s", label: "mean latency", unit: "s", better: Some(Better::Lower) },
     MetricInfo {
         name: "duplicates",
         label: "duplicate side effects",
@@ -80,6 +82,19 @@ const INFO: &[MetricInfo] = &[
         label: "wasted server work",
         unit: "worker-seconds",
         better: Some(Better::Lower),
+    },
+    MetricInfo { name: "wait_mean_s", label: "mean wait in queue", unit: "s", better: Some(Better::Lower) },
+    MetricInfo {
+        name: "queued_fraction",
+        label: "requests queued",
+        unit: "fraction of accepted requests",
+        better: Some(Better::Lower),
+    },
+    MetricInfo {
+        name: "in_server_mean",
+        label: "mean requests at the server",
+        unit: "requests",
+        better: None,
     },
     MetricInfo {
         name: "peak_offered_rps",

@@ -297,15 +297,16 @@ impl Server {
                 return Some(self.dropped(p));
             }
             return match self.workers.place(p, now, capacity, slowdown) {
+                // It waited parked on its key, not in the queue (`wait_mean_s` is the queue's).
                 Placed::Started { worker, service } => {
-                    Some(Next::Started { worker, service: self.stretch(service) })
+                    Some(Next::Started { worker, service: self.stretch(service), waited: Span::ZERO })
                 }
                 _ => unreachable!("a worker is free"),
             };
         }
         match self.workers.next(now, capacity, slowdown)? {
-            Next::Started { worker, service } => {
-                Some(Next::Started { worker, service: self.stretch(service) })
+            Next::Started { worker, service, waited } => {
+                Some(Next::Started { worker, service: self.stretch(service), waited })
             }
             Next::Dropped(req) => Some(self.dropped(req)),
         }

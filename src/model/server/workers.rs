@@ -21,10 +21,8 @@ pub enum Placed {
 /// What the queue gave a freed worker.
 #[derive(Clone, Copy, Debug)]
 pub enum Next {
-    Started {
-        worker: u32,
-        service: Span,
-    },
+    /// A worker started the oldest waiting request, which had waited `waited` in the queue.
+    Started { worker: u32, service: Span, waited: Span },
     /// A request dropped unserved (`drop_expired`).
     Dropped(Request),
 }
@@ -42,7 +40,8 @@ pub struct Workers {
     reject: Outcome,
     drop_expired: bool,
     busy: u32,
-    waiting: VecDeque<Request>,
+    /// Waiting requests with the time each was queued.
+    waiting: VecDeque<(Request, Instant)>,
     serving: Vec<InService>,
     idle: Vec<u32>,
     rng: Xoshiro256PlusPlus,
@@ -84,7 +83,7 @@ impl Workers {
             let (worker, service) = self.start(req, now, slowdown);
             Placed::Started { worker, service }
         } else if self.waiting.len() < self.queue_cap {
-            self.waiting.push_back(req);
+            self.waiting.push_back((req, now));
             Placed::Queued
         } else {
             Placed::Rejected(self.reject)
@@ -107,12 +106,12 @@ impl Workers {
         if self.busy >= capacity {
             return None;
         }
-        let req = self.waiting.pop_front()?;
+        let (req, queued_at) = self.waiting.pop_front()?;
         if self.drop_expired && req.gives_up_at <= now {
             return Some(Next::Dropped(req));
         }
         let (worker, service) = self.start(req, now, slowdown);
-        Some(Next::Started { worker, service })
+        Some(Next::Started { worker, service, waited: now.since(queued_at) })
     }
 
     #[inline]
@@ -171,8 +170,11 @@ mod tests {
         let (done, _) = w.done(1);
         assert_eq!(done.op, 2);
         assert!(w.next(t, 1, 1.0).is_none(), "one worker busy, capacity 1: no start");
-        match w.next(t, 2, 3.0) {
-            Some(Next::Started { worker: 1, service }) => assert_eq!(service, Span::from_ns(30)),
+        match w.next(Instant::from_ns(4), 2, 3.0) {
+            Some(Next::Started { worker: 1, service, waited }) => {
+                assert_eq!(service, Span::from_ns(30));
+                assert_eq!(waited, Span::from_ns(4), "queued at 0, started at 4");
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(w.serving(1).op, 3);
