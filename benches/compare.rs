@@ -39,7 +39,7 @@ fn main() {
     let reps: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(20);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/herd-10k.toml");
     let exp = experiment::load(&path, &Overrides::default()).expect("shipped experiments are valid");
-    let (point, seed) = (&exp.points[0], run_seed(exp.seed, 0, 0));
+    let (point, seed) = (&exp.points[0], run_seed(exp.seed, 0));
     let retrysim_run = || simulate_with::<Calendar>(&point.spec, &point.strategies[0], seed).events;
     let bare_run = || bare::run(1).events;
     let (events, bare_events) = (retrysim_run(), bare_run());

@@ -26,7 +26,7 @@ fn load(file: &str) -> Experiment {
 #[inline(never)]
 fn full_run(exp: &Experiment) -> u64 {
     let point = &exp.points[0];
-    simulate_with::<Calendar>(&point.spec, &point.strategies[0], run_seed(exp.seed, 0, 0)).events
+    simulate_with::<Calendar>(&point.spec, &point.strategies[0], run_seed(exp.seed, 0)).events
 }
 
 /// The fastest of `reps` calls of `f`, in seconds.

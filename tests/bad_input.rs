@@ -267,7 +267,12 @@ fn cases() -> Vec<Case> {
         Case {
             what: "layers with per-attempt idempotency keys",
             text: valid(),
-            args: &["--set", "strategies.fj.layers=[{}]", "--set", "strategies.fj.idempotency=\"per-attempt\""],
+            args: &[
+                "--set",
+                "strategies.fj.layers=[{}]",
+                "--set",
+                "strategies.fj.idempotency=\"per-attempt\"",
+            ],
             stderr: &["strategies.fj.layers", "per-attempt"],
         },
         Case {

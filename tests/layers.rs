@@ -65,7 +65,10 @@ fn dont_retry_stops_every_layer_that_honours_it() {
         .replace("concurrency = 10", "concurrency = 1\nqueue = 0\nreject_dont_retry = true")
         .replace("errors = [{ status = 503, probability = 1.0 }]", "")
         .replace("value = \"1ms\"", "value = \"50ms\"")
-        .replace("backoff = { kind = \"none\" } }", "backoff = { kind = \"none\" }, honor_dont_retry = true }")
+        .replace(
+            "backoff = { kind = \"none\" } }",
+            "backoff = { kind = \"none\" }, honor_dont_retry = true }",
+        )
         .replace("base = \"1ms\" } }", "base = \"1ms\" }, honor_dont_retry = true }")
         .replace("max_attempts = 3\nlayers", "max_attempts = 3\nhonor_dont_retry = true\nlayers");
     for m in metrics(&load(&text, &[])) {
@@ -110,7 +113,10 @@ layers = [{ max_attempts = 3, timeout = "30ms" }]
         assert_eq!(m.failed, m.ops, "the gateway times out every attempt, so every operation fails");
         assert_eq!(m.applied, m.ops, "yet every operation took effect");
         assert_eq!(m.duplicates, 2 * m.ops, "three times");
-        assert_eq!(m.failed_but_applied, m.ops, "and the client believes a charge that happened 3 times failed");
+        assert_eq!(
+            m.failed_but_applied, m.ops,
+            "and the client believes a charge that happened 3 times failed"
+        );
     }
 }
 
@@ -148,7 +154,12 @@ layers = [{ max_attempts = 2 }]
 
 #[test]
 fn layered_runs_are_deterministic() {
-    let exp = load(OUTAGE, &["strategies.three-layers.layers[1].backoff={ kind = \"full-jitter\", base = \"1ms\", cap = \"10ms\" }"]);
+    let exp = load(
+        OUTAGE,
+        &[
+            "strategies.three-layers.layers[1].backoff={ kind = \"full-jitter\", base = \"1ms\", cap = \"10ms\" }",
+        ],
+    );
     let a: Vec<_> = metrics(&exp).into_iter().map(|m| (m.calls, m.server_calls, m.latency_max_s)).collect();
     let b: Vec<_> = metrics(&exp).into_iter().map(|m| (m.calls, m.server_calls, m.latency_max_s)).collect();
     assert_eq!(a, b);

@@ -67,7 +67,7 @@ impl QueueChoice for Logging {
 /// The queue calls of run 0 of the experiment's first point and strategy, and its events.
 pub fn record(exp: &Experiment) -> (Vec<Call>, u64) {
     let point = &exp.points[0];
-    let seed = run_seed(exp.seed, 0, 0);
+    let seed = run_seed(exp.seed, 0);
     TRACE.with(|t| t.borrow_mut().clear());
     let events = simulate_with::<Logging>(&point.spec, &point.strategies[0], seed).events;
     (TRACE.with(|t| std::mem::take(&mut *t.borrow_mut())), events)

@@ -78,7 +78,9 @@ pub fn simulate_with<C: QueueChoice>(
             let keys = build::idempotency_keys(strategy);
             let layers = &strategy.policy.layers;
             let gateways = (!layers.is_empty()).then(|| gateway::Gateways::new(layers, run_seed));
-            queue_model::run::<C::Queue>(q, &workload, net, clients, keys, gateways, run_seed, horizon, series)
+            queue_model::run::<C::Queue>(
+                q, &workload, net, clients, keys, gateways, run_seed, horizon, series,
+            )
         }
         ServerSpec::Occ {} => occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon, series),
     }

@@ -171,7 +171,9 @@ impl Model for QueueModel {
                 self.send(op, s);
             }
             Ev::Send { op } => self.send(op, s),
-            Ev::Arrive { op, attempt, gives_up_at } => self.deliver(Request::new(op, attempt, gives_up_at), s),
+            Ev::Arrive { op, attempt, gives_up_at } => {
+                self.deliver(Request::new(op, attempt, gives_up_at), s)
+            }
             Ev::Done { worker } => self.done(worker, s),
             Ev::Answer { op, attempt, reply } => {
                 self.answer(op, attempt, reply, s);
@@ -412,7 +414,13 @@ impl QueueModel {
 
     /// Layer `layer` receives a request of `op` from `caller`, and sends it down.
     #[inline(never)]
-    fn layer_receive<Q: EventQueue<Ev>>(&mut self, op: u32, caller: Caller, layer: usize, s: &mut Scheduler<Ev, Q>) {
+    fn layer_receive<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        caller: Caller,
+        layer: usize,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
         let ticket = self.gateways().open(op, layer, caller, s.now());
         // The ticket holds the operation's slot: its requests name it until they are answered.
         self.clients.ops.get(op).refs += 1;
