@@ -396,7 +396,9 @@ backoff = { kind = "none" }
 
 /// experiments/metastable.toml with a 10 s cut: immediate resends (and full jitter) keep the
 /// server down as long as load arrives, with or without `drop_expired`; the same trigger
-/// without retries recovers, sooner when expired requests are dropped.
+/// without retries recovers, sooner when expired requests are dropped; full jitter with a
+/// fleet-wide ratio budget recovers when expired requests are dropped, and a fast breaker
+/// recovers either way.
 #[test]
 fn immediate_resends_through_a_capacity_cut_are_metastable_without_retries_it_recovers() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/metastable.toml");
@@ -422,6 +424,21 @@ fn immediate_resends_through_a_capacity_cut_are_metastable_without_retries_it_re
                     let bound = if drop == "true" { 15.0 } else { 40.0 };
                     assert!(t <= bound, "no-retries drop_expired={drop}: recovered after {t} s");
                 }
+                // A fleet-wide ratio budget recovers once expired requests are dropped; with
+                // an unbounded FIFO queue its 20 % of extra load still exceeds what the
+                // collapsed server serves, and the backlog of abandoned work never drains.
+                "jitter+ratio-shared" if drop == "true" => {
+                    assert_eq!(r.m.metastable, Some(false), "{:?}", r.m);
+                    let t = r.m.recovery_time_s.expect("a shared ratio budget recovers");
+                    assert!(t <= 20.0, "jitter+ratio-shared: recovered after {t} s");
+                }
+                "jitter+ratio-shared" => assert_eq!(r.m.metastable, Some(true), "{:?}", r.m),
+                // A fast breaker stops sending during the cut and recovers either way.
+                "jitter+breaker-fast" => {
+                    assert_eq!(r.m.metastable, Some(false), "drop_expired={drop}: {:?}", r.m);
+                    assert!(r.m.recovery_time_s.is_some_and(|t| t <= 25.0), "{:?}", r.m.recovery_time_s);
+                }
+                "jitter+ratio" | "jitter+token-bucket" => {}
                 other => panic!("unexpected strategy {other}"),
             }
         }
