@@ -282,6 +282,7 @@ fn tables_are_read_by_column_name() {
 
 const NOSWEEP_COMPARISON: &str = "\
 retry-storm: 6 strategies, 1 point, 5 runs each; mean ± 95 % CI half-width; * = best in column
+in every row: server_calls = calls (within 0.1 %)
 
 strategy             success_rate    calls          amplification   completion_time_s  latency_p99_s   duplicates   recovery_time_s  metastable
 immediate            0.900 ± 0.002*  64900 ± 300*   1.300 ± 0.006*  50.48 ± 0.08*      0.456 ± 0.003*  3 ± 3*       0*               0*

@@ -28,6 +28,7 @@ pub struct CompareOptions {
 pub const COMPARE_METRICS: &[&str] = &[
     "success_rate",
     "calls",
+    "server_calls",
     "amplification",
     "completion_time_s",
     "latency_p99_s",
@@ -89,7 +90,23 @@ pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
         }
         !same
     });
-    let metrics = candidate;
+    // A column within 0.1 % of an earlier one in every row (`server_calls` and `calls` without
+    // gateway layers or message loss: they differ by the requests in flight at the horizon)
+    // repeats it: left out, named once.
+    let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * a.abs().max(b.abs()),
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    let mut repeats = Vec::new();
+    let mut kept: Vec<usize> = Vec::new();
+    for m in candidate {
+        let same_as = kept.iter().copied().find(|&k| set.summary.iter().all(|r| close(r.mean[m], r.mean[k])));
+        match same_as {
+            Some(k) => repeats.push(format!("{} = {} (within 0.1 %)", set.metrics[m], set.metrics[k])),
+            None => kept.push(m),
+        }
+    }
+    let metrics = kept;
 
     let mut out = String::new();
     let runs = set.manifest.runs.or_else(|| set.summary.first().map(|r| r.runs)).unwrap_or(0);
@@ -107,6 +124,9 @@ pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
     );
     if !constant.is_empty() {
         let _ = writeln!(out, "same in every row: {}", constant.join(", "));
+    }
+    if !repeats.is_empty() {
+        let _ = writeln!(out, "in every row: {}", repeats.join(", "));
     }
     if metrics.is_empty() {
         let _ = writeln!(out, "(no metric differs between rows)");
