@@ -154,28 +154,45 @@ impl<E: Copy> Pool<E> {
     }
 
     /// Appends `e` at the back of `list`.
+    ///
+    /// `e` is only ever written into its slot here, never handed to a function that is not
+    /// inlined: a value passed to one is put in memory first, on every path, and copying it
+    /// from there with wider loads than it was written with stalls (store-to-load
+    /// forwarding; it was a sixth of the thundering herd's time).
     #[inline(always)]
     fn append(&mut self, list: &mut List, e: Entry<E>) {
         let off = list.len as usize % CHUNK;
-        if off == 0 {
-            self.append_in_new_chunk(list, e);
+        let slot = if off != 0 {
+            list.tail as usize * CHUNK + off
+        } else if !self.slots.is_empty() {
+            self.chain_new_chunk(list) as usize * CHUNK
         } else {
-            self.slots[list.tail as usize * CHUNK + off] = e;
-        }
+            // The pool's very first chunk: its slots are made from `e`.
+            let c = self.alloc(e);
+            self.chain(list, c);
+            c as usize * CHUNK
+        };
+        self.slots[slot] = e;
         list.len += 1;
     }
 
-    /// [`Self::append`] when the list's last chunk is full (or the list is empty).
+    /// Chains a new chunk at the back of `list` (its last chunk is full, or it is empty) and
+    /// returns it; its slots are made from copies of slot 0 (the pool has one).
     #[inline(never)]
-    fn append_in_new_chunk(&mut self, list: &mut List, e: Entry<E>) {
-        let c = self.alloc(e);
+    fn chain_new_chunk(&mut self, list: &mut List) -> u32 {
+        let c = self.alloc(self.slots[0]);
+        self.chain(list, c);
+        c
+    }
+
+    #[inline]
+    fn chain(&mut self, list: &mut List, c: u32) {
         if list.len == 0 {
             list.head = c;
         } else {
             self.next[list.tail as usize] = c;
         }
         list.tail = c;
-        self.slots[c as usize * CHUNK] = e;
     }
 
     /// Gives every chunk of `list` back, in one step.
@@ -365,7 +382,7 @@ impl<E: Copy> CalendarQueue<E> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn place_in_ring(&mut self, e: Entry<E>) {
         let i = ((e.time >> self.shift) % RING) as usize;
         self.pool.append(&mut self.ring[i], e);
@@ -375,7 +392,8 @@ impl<E: Copy> CalendarQueue<E> {
     /// [`EventQueue::push`] of an event into the current window (after it was sorted), or
     /// past the ring. (When the ring reaches the end of time, an event at exactly `Nanos::MAX`
     /// waits in the overflow: the rebuild that the ring's running dry brings puts it last.)
-    #[inline(never)]
+    /// Inlined for the reason given at [`Pool::append`]; what is rare is out of line.
+    #[inline(always)]
     fn push_late_or_far(&mut self, time: Nanos, seq: u64, event: E) {
         if time >= self.window_end {
             self.pool.append(&mut self.overflow, Entry { time, event });
@@ -672,7 +690,9 @@ impl<E: Copy> EventQueue<E> for CalendarQueue<E> {
         self.peek_slow()
     }
 
-    #[inline]
+    // Always inlined into `Scheduler::schedule_at` (and so into the model's handlers): the
+    // event goes from registers into its bucket (see there).
+    #[inline(always)]
     fn push(&mut self, time: Nanos, seq: u64, event: E) {
         debug_assert!(time >= self.now, "calendar queue: {time} is before the last pop {}", self.now);
         self.len += 1;

@@ -27,32 +27,98 @@ use crate::policy::Outcome;
 use crate::policy::uniform::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-/// The events of the queue model: small and `Copy` (24 bytes).
-#[derive(Clone, Copy, Debug)]
-pub enum Ev {
+/// What an event is; the meaning of [`Ev`]'s fields depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Kind {
     /// The next open-workload operation arrives.
     OpenArrival,
-    /// A closed-workload client starts its first operation; the next client's first start is
-    /// scheduled then (start times are generated one at a time).
-    FirstStart { client: u32 },
-    /// A closed-workload client starts its next operation.
-    ClientStart { client: u32 },
-    /// A backoff (or a wait the gate imposed) ended: the operation sends its next attempt.
-    Send { op: u32 },
-    /// A request reaches the server; its client stops waiting at `gives_up_at`.
-    Arrive { op: u32, attempt: u32, gives_up_at: Instant },
-    /// A worker finishes serving.
-    Done { worker: u32 },
-    /// An answer reaches the client.
-    Answer { op: u32, attempt: u32, reply: Reply },
-    /// The client stops waiting for an attempt.
-    Timeout { op: u32, attempt: u32 },
+    /// A closed-workload client (`a`) starts its first operation; the next client's first
+    /// start is scheduled then (start times are generated one at a time).
+    FirstStart,
+    /// A closed-workload client (`a`) starts its next operation.
+    ClientStart,
+    /// A backoff (or a wait the gate imposed) ended: operation `a` sends its next attempt.
+    Send,
+    /// Attempt `b` of operation `a` reaches the server (or the first gateway layer); its
+    /// client stops waiting at `c` (nanoseconds).
+    Arrive,
+    /// Worker `a` finishes serving.
+    Done,
+    /// The answer `c` ([`Reply::to_bits`]) to attempt `b` of operation `a` reaches the client.
+    Answer,
+    /// The client of operation `a` stops waiting for attempt `b`.
+    Timeout,
     /// Capacity went back up: waiting requests may start.
     CapacityRestored,
-    /// A gateway layer's backoff ended: the ticket sends its next attempt down.
-    LayerSend { ticket: u32 },
-    /// A gateway layer stops waiting for an attempt.
-    LayerTimeout { ticket: u32, attempt: u32 },
+    /// A gateway layer's backoff ended: ticket `a` sends its next attempt down.
+    LayerSend,
+    /// A gateway layer stops waiting for attempt `b` of ticket `a`.
+    LayerTimeout,
+}
+
+/// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
+/// rather than an enum with fields: an enum value is put together in memory piece by piece
+/// and then copied into the event queue with wider loads, which stalls the copy
+/// (store-to-load forwarding); a struct of scalars goes from registers straight into its
+/// bucket. No byte of it is padding (`_zero` fills the last four), so that it is copied as
+/// it was written. The constructors below name the fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct Ev {
+    c: u64,
+    a: u32,
+    b: u32,
+    kind: Kind,
+    _zero: u32,
+}
+
+impl Ev {
+    #[inline(always)]
+    const fn of(kind: Kind, a: u32, b: u32, c: u64) -> Ev {
+        Ev { c, a, b, kind, _zero: 0 }
+    }
+    pub const OPEN_ARRIVAL: Ev = Ev::of(Kind::OpenArrival, 0, 0, 0);
+    pub const CAPACITY_RESTORED: Ev = Ev::of(Kind::CapacityRestored, 0, 0, 0);
+    #[inline(always)]
+    pub fn first_start(client: u32) -> Ev {
+        Ev::of(Kind::FirstStart, client, 0, 0)
+    }
+    #[inline(always)]
+    pub fn client_start(client: u32) -> Ev {
+        Ev::of(Kind::ClientStart, client, 0, 0)
+    }
+    #[inline(always)]
+    pub fn send(op: u32) -> Ev {
+        Ev::of(Kind::Send, op, 0, 0)
+    }
+    #[inline(always)]
+    pub fn arrive(op: u32, attempt: u32, gives_up_at: Instant) -> Ev {
+        Ev::of(Kind::Arrive, op, attempt, gives_up_at.as_ns())
+    }
+    #[inline(always)]
+    pub fn done(worker: u32) -> Ev {
+        Ev::of(Kind::Done, worker, 0, 0)
+    }
+    #[inline(always)]
+    pub fn answer(op: u32, attempt: u32, reply: Reply) -> Ev {
+        Ev::of(Kind::Answer, op, attempt, reply.to_bits())
+    }
+    #[inline(always)]
+    pub fn timeout(op: u32, attempt: u32) -> Ev {
+        Ev::of(Kind::Timeout, op, attempt, 0)
+    }
+    #[inline(always)]
+    pub fn layer_send(ticket: u32) -> Ev {
+        Ev::of(Kind::LayerSend, ticket, 0, 0)
+    }
+    #[inline(always)]
+    pub fn layer_timeout(ticket: u32, attempt: u32) -> Ev {
+        Ev::of(Kind::LayerTimeout, ticket, attempt, 0)
+    }
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
 }
 
 // Events are copied in and out of the queue millions of times a second: keep them small.
@@ -93,7 +159,7 @@ pub fn run<Q: EventQueue<Ev>>(
     let fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
     for at in server.capacity_restorations() {
-        sched.schedule_at(at, Ev::CapacityRestored);
+        sched.schedule_at(at, Ev::CAPACITY_RESTORED);
     }
     let mut model = QueueModel {
         clients,
@@ -111,13 +177,13 @@ pub fn run<Q: EventQueue<Ev>>(
         Workload::Closed { clients, ramp, .. } => {
             let mut starts = StartTimes::new(*clients, *ramp);
             if let Some((client, at)) = starts.next(&mut model.arrivals_rng) {
-                sched.schedule_at(at, Ev::FirstStart { client });
+                sched.schedule_at(at, Ev::first_start(client));
             }
             model.first_starts = starts;
         }
         Workload::Open { arrivals, clients } => {
             if let Some(t) = arrivals.next_after(Instant::ZERO, &mut model.arrivals_rng) {
-                sched.schedule_at(t, Ev::OpenArrival);
+                sched.schedule_at(t, Ev::OPEN_ARRIVAL);
             }
             model.open = Some((arrivals.clone(), *clients));
         }
@@ -140,58 +206,59 @@ impl Model for QueueModel {
     /// Starts loading the operation the next event will touch.
     #[inline]
     fn prefetch(&self, next: &Ev) {
-        match *next {
-            Ev::Send { op } | Ev::Arrive { op, .. } | Ev::Answer { op, .. } | Ev::Timeout { op, .. } => {
-                self.clients.ops.prefetch(op)
-            }
-            Ev::Done { worker } => self.clients.ops.prefetch(self.server.serving(worker).op),
+        match next.kind {
+            Kind::Send | Kind::Arrive | Kind::Answer | Kind::Timeout => self.clients.ops.prefetch(next.a),
+            Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
             _ => {}
         }
     }
 
     fn handle<Q: EventQueue<Ev>>(&mut self, ev: Ev, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
-        match ev {
-            Ev::OpenArrival => {
+        let Ev { kind, a, b, c, .. } = ev;
+        match kind {
+            Kind::OpenArrival => {
                 let (arrivals, n) = self.open.as_ref().expect("open arrivals exist in an open workload");
                 let client = if *n > 1 { (u01(&mut self.arrivals_rng) * *n as f64) as u32 } else { 0 };
                 if let Some(t) = arrivals.next_after(now, &mut self.arrivals_rng) {
-                    s.schedule_at(t, Ev::OpenArrival);
+                    s.schedule_at(t, Ev::OPEN_ARRIVAL);
                 }
                 let op = self.clients.start(client, now, &mut self.rec);
                 self.send(op, s);
             }
-            Ev::FirstStart { client } | Ev::ClientStart { client } => {
-                if matches!(ev, Ev::FirstStart { .. })
+            Kind::FirstStart | Kind::ClientStart => {
+                let client = a;
+                if kind == Kind::FirstStart
                     && let Some((next, at)) = self.first_starts.next(&mut self.arrivals_rng)
                 {
-                    s.schedule_at(at, Ev::FirstStart { client: next });
+                    s.schedule_at(at, Ev::first_start(next));
                 }
                 let op = self.clients.start(client, now, &mut self.rec);
                 self.send(op, s);
             }
-            Ev::Send { op } => self.send(op, s),
-            Ev::Arrive { op, attempt, gives_up_at } => {
-                self.deliver(Request::new(op, attempt, gives_up_at), s)
-            }
-            Ev::Done { worker } => self.done(worker, s),
-            Ev::Answer { op, attempt, reply } => {
-                self.answer(op, attempt, reply, s);
+            Kind::Send => self.send(a, s),
+            Kind::Arrive => self.deliver(a, b, Instant::from_ns(c), s),
+            Kind::Done => self.done(a, s),
+            Kind::Answer => {
+                let op = a;
+                self.answer(op, b, Reply::from_bits(c), s);
                 self.clients.ops.release(op);
             }
-            Ev::Timeout { op, attempt } => {
+            Kind::Timeout => {
+                let (op, attempt) = (a, b);
                 if self.clients.is_waiting(op, attempt) {
                     self.rec.timed_out(now);
                     self.failed(op, Reply::of(Outcome::Timeout), s);
                 }
                 self.clients.ops.release(op);
             }
-            Ev::CapacityRestored => self.start_waiting(s),
-            Ev::LayerSend { ticket } => {
-                self.layer_send(ticket, s);
-                self.layer_release(ticket);
+            Kind::CapacityRestored => self.start_waiting(s),
+            Kind::LayerSend => {
+                self.layer_send(a, s);
+                self.layer_release(a);
             }
-            Ev::LayerTimeout { ticket, attempt } => {
+            Kind::LayerTimeout => {
+                let (ticket, attempt) = (a, b);
                 let step = self.gateways().timed_out(ticket, attempt, now);
                 self.layer_step(ticket, step, s);
                 self.layer_release(ticket);
@@ -206,7 +273,7 @@ impl QueueModel {
     fn send<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
         let attempt = match self.clients.send(op, s.now(), &mut self.rec) {
             Sent::Attempt(a) => a,
-            Sent::Wait(wait) => return s.schedule_in(wait, Ev::Send { op }),
+            Sent::Wait(wait) => return s.schedule_in(wait, Ev::send(op)),
             Sent::Ended(next) => {
                 self.ended_in_failure(op);
                 return self.next_op(next, s);
@@ -214,24 +281,31 @@ impl QueueModel {
         };
         if !attempt.gives_up_at.is_never() {
             self.clients.ops.get(op).refs += 1;
-            s.schedule_at(attempt.gives_up_at, Ev::Timeout { op, attempt: attempt.number });
+            s.schedule_at(attempt.gives_up_at, Ev::timeout(op, attempt.number));
         }
         let Some(delay) = self.net.request() else { return };
         // The request holds a reference on its operation until its answer is handled.
         self.clients.ops.get(op).refs += 1;
-        let req = Request::new(op, attempt.number, attempt.gives_up_at);
         if self.instant_net {
-            self.deliver(req, s);
+            self.deliver(op, attempt.number, attempt.gives_up_at, s);
         } else {
-            s.schedule_in(
-                delay,
-                Ev::Arrive { op, attempt: attempt.number, gives_up_at: attempt.gives_up_at },
-            );
+            s.schedule_in(delay, Ev::arrive(op, attempt.number, attempt.gives_up_at));
         }
     }
 
-    /// A request reaches the server and passes its admission pipeline.
-    fn arrive<Q: EventQueue<Ev>>(&mut self, mut req: Request, s: &mut Scheduler<Ev, Q>) {
+    /// Attempt `attempt` of `op` (or of a gateway's ticket: see the module docs) reaches the
+    /// server and passes its admission pipeline. The request is put together here, not by the
+    /// caller: one built in the caller's frame and passed by reference is read back with
+    /// wider loads than it was written with, which stalls (store-to-load forwarding; it was
+    /// a third of this function's time on the thundering herd).
+    fn arrive<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        attempt: u32,
+        gives_up_at: Instant,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
+        let mut req = Request::new(op, attempt, gives_up_at);
         let now = s.now();
         self.rec.server_call();
         if self.keys != KeyMode::None {
@@ -249,7 +323,7 @@ impl QueueModel {
             Arrival::Started { worker, service } => {
                 self.accepted(now, false);
                 self.rec.service_started(Span::ZERO);
-                s.schedule_in(service, Ev::Done { worker })
+                s.schedule_in(service, Ev::done(worker))
             }
             Arrival::Queued => self.accepted(now, true),
             Arrival::Parked => self.accepted(now, false),
@@ -320,7 +394,7 @@ impl QueueModel {
             match next {
                 Next::Started { worker, service, waited } => {
                     self.rec.service_started(waited);
-                    s.schedule_in(service, Ev::Done { worker })
+                    s.schedule_in(service, Ev::done(worker))
                 }
                 Next::Dropped(req) => self.unanswered(req),
             }
@@ -357,7 +431,7 @@ impl QueueModel {
             self.answer(req.op, req.attempt, reply, s);
             self.clients.ops.release(req.op);
         } else {
-            s.schedule_in(delay, Ev::Answer { op: req.op, attempt: req.attempt, reply });
+            s.schedule_in(delay, Ev::answer(req.op, req.attempt, reply));
         }
     }
 
@@ -379,7 +453,7 @@ impl QueueModel {
     fn failed<Q: EventQueue<Ev>>(&mut self, op: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         let retry_after = reply.retry_after.decode();
         match self.clients.fail(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
-            AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::Send { op }),
+            AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::send(op)),
             AfterFailure::Ended(next) => {
                 self.ended_in_failure(op);
                 self.next_op(next, s)
@@ -400,11 +474,17 @@ impl QueueModel {
     /// A request from the client went over the network: to the first gateway layer, or to
     /// the server.
     #[inline]
-    fn deliver<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
+    fn deliver<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        attempt: u32,
+        gives_up_at: Instant,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
         if self.gateways.is_some() {
-            return self.layer_receive(req.op, Caller::Client { attempt: req.attempt }, 0, s);
+            return self.layer_receive(op, Caller::Client { attempt }, 0, s);
         }
-        self.arrive(req, s)
+        self.arrive(op, attempt, gives_up_at, s)
     }
 
     #[inline]
@@ -435,13 +515,13 @@ impl QueueModel {
         let (attempt, gives_up_at) = g.send(ticket, s.now());
         if !gives_up_at.is_never() {
             g.retain(ticket);
-            s.schedule_at(gives_up_at, Ev::LayerTimeout { ticket, attempt });
+            s.schedule_at(gives_up_at, Ev::layer_timeout(ticket, attempt));
         }
         // The request sent down holds the ticket until it is answered or lost.
         g.retain(ticket);
         let (op, layer) = (g.get(ticket).op, g.get(ticket).layer as usize);
         if g.calls_server(ticket) {
-            self.arrive(Request::new(op, gateway::pack(ticket, attempt), gives_up_at), s);
+            self.arrive(op, gateway::pack(ticket, attempt), gives_up_at, s);
         } else {
             self.layer_receive(op, Caller::Layer { ticket, attempt }, layer + 1, s);
         }
@@ -462,7 +542,7 @@ impl QueueModel {
             None => {}
             Some(Step::Retry(delay)) => {
                 self.gateways().retain(ticket);
-                s.schedule_in(delay, Ev::LayerSend { ticket });
+                s.schedule_in(delay, Ev::layer_send(ticket));
             }
             Some(Step::Answer(reply)) => {
                 let g = self.gateways();
@@ -498,7 +578,7 @@ impl QueueModel {
     #[inline]
     fn next_op<Q: EventQueue<Ev>>(&mut self, next: Option<NextOp>, s: &mut Scheduler<Ev, Q>) {
         if let Some(NextOp { client, at }) = next {
-            s.schedule_at(at, Ev::ClientStart { client });
+            s.schedule_at(at, Ev::client_start(client));
         }
     }
 }
