@@ -3,7 +3,8 @@
 
 use crate::engine::rng::{Stream, stream};
 use crate::experiment::{
-    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy,
+    BackoffSpec, Duration, IdempotencyMode, LayerSpec, NamedFailure, RetryAfterModeSpec, RetryOnItem,
+    Strategy,
 };
 use crate::experiment::{BreakerWindowSpec, BudgetSpec, Scope as SpecScope, ThrottleSpec};
 use crate::model::server::idempotency::KeyMode;
@@ -36,6 +37,21 @@ pub fn retry_policy(s: &Strategy) -> RetryPolicy {
             },
         },
         honor_dont_retry: s.policy.honor_dont_retry,
+    }
+}
+
+/// A gateway layer's retry policy: its own attempts, timeout, `retry_on`, backoff and
+/// `honor_dont_retry`; no deadline (a layer does not know its caller's), and Retry-After only
+/// passed up, not read.
+pub fn layer_policy(l: &LayerSpec) -> RetryPolicy {
+    RetryPolicy {
+        backoff: backoff(&l.backoff),
+        retry_on: retry_on(l.retry_on.as_deref()),
+        max_attempts: l.max_attempts,
+        timeout: l.timeout.map(Duration::span),
+        deadline: None,
+        retry_after: RetryAfterPolicy { honor: false, cap: None, mode: RetryAfterMode::Replace },
+        honor_dont_retry: l.honor_dont_retry,
     }
 }
 

@@ -230,6 +230,11 @@ impl Clients {
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_failed(reason, started, attempts, now);
+        // Its effect happened already (the server executed an attempt the client gave up
+        // on): failed but applied. An execution still to come is counted when it happens.
+        if op.executions > 0 {
+            rec.failed_but_applied();
+        }
         if !self.gate.is_empty() {
             self.gate.op_ended(client, false, CostClass::NONE);
         }
@@ -247,6 +252,9 @@ impl Clients {
     ) -> RunMetrics {
         for op in self.ops.pending() {
             rec.unfinished(op.started, op.attempts, horizon);
+            if op.executions > 0 {
+                rec.failed_but_applied();
+            }
         }
         rec.finish(events, faults, horizon)
     }

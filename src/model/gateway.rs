@@ -24,11 +24,9 @@
 //! nothing will ever wake it) gives up silently, as a hung proxy does, and releases its hold
 //! on the caller.
 
-use super::build;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{Instant, Span};
-use crate::experiment::LayerSpec;
-use crate::policy::{BackoffState, Decision, FailedAttempt, RetryAfterMode, RetryAfterPolicy, RetryPolicy};
+use crate::policy::{BackoffState, Decision, FailedAttempt, RetryPolicy};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::server::Reply;
@@ -95,54 +93,24 @@ pub enum Step {
 
 /// Every layer's policy and the tickets in flight.
 pub struct Gateways {
+    /// Each layer's retry policy ([`super::build::layer_policy`]), the first nearest the
+    /// client.
     layers: Vec<RetryPolicy>,
     tickets: Vec<Ticket>,
     free: Vec<u32>,
-    live: usize,
-    peak: usize,
     rng: Xoshiro256PlusPlus,
 }
 
 impl Gateways {
-    /// The layers of a strategy; their jitter comes from the run's gateway stream.
-    pub fn new(layers: &[LayerSpec], run_seed: u64) -> Gateways {
-        let layers = layers
-            .iter()
-            .map(|l| RetryPolicy {
-                backoff: build::backoff(&l.backoff),
-                retry_on: build::retry_on(l.retry_on.as_deref()),
-                max_attempts: l.max_attempts,
-                timeout: l.timeout.map(|t| t.span()),
-                deadline: None,
-                retry_after: RetryAfterPolicy { honor: false, cap: None, mode: RetryAfterMode::Replace },
-                honor_dont_retry: l.honor_dont_retry,
-            })
-            .collect();
-        Gateways {
-            layers,
-            tickets: Vec::new(),
-            free: Vec::new(),
-            live: 0,
-            peak: 0,
-            rng: stream(run_seed, Stream::Gateways),
-        }
-    }
-
-    /// Number of layers.
-    #[inline]
-    pub fn depth(&self) -> usize {
-        self.layers.len()
+    /// Layers with these policies; their jitter comes from the run's gateway stream.
+    pub fn new(layers: Vec<RetryPolicy>, run_seed: u64) -> Gateways {
+        Gateways { layers, tickets: Vec::new(), free: Vec::new(), rng: stream(run_seed, Stream::Gateways) }
     }
 
     /// Whether `ticket`'s layer is the one that calls the server.
     #[inline]
     pub fn calls_server(&self, ticket: u32) -> bool {
         self.get(ticket).layer as usize + 1 == self.layers.len()
-    }
-
-    /// Most tickets in flight at once.
-    pub fn peak(&self) -> usize {
-        self.peak
     }
 
     #[inline]
@@ -166,8 +134,6 @@ impl Gateways {
             received: now,
             backoff: self.layers[layer].backoff.initial_state(),
         };
-        self.live += 1;
-        self.peak = self.peak.max(self.live);
         if let Some(id) = self.free.pop() {
             self.tickets[id as usize] = t;
             id
@@ -190,11 +156,17 @@ impl Gateways {
         (t.attempts, t.gives_up_at)
     }
 
-    /// The answer to attempt `attempt` of `ticket` arrived at `now`: `None` when the layer no
-    /// longer waits for it (it timed out, or the ticket answered already).
-    pub fn answered(&mut self, ticket: u32, attempt: u32, reply: Reply, now: Instant) -> Option<Step> {
+    /// Whether `ticket` still waits for the outcome of its attempt `attempt` (not after it
+    /// timed out, nor once the ticket answered).
+    fn awaits(&self, ticket: u32, attempt: u32) -> bool {
         let t = self.get(ticket);
-        if !t.waiting || t.attempts != attempt || !t.owes_answer {
+        t.waiting && t.attempts == attempt && t.owes_answer
+    }
+
+    /// The answer to attempt `attempt` of `ticket` arrived at `now`: `None` when the layer no
+    /// longer waits for it.
+    pub fn answered(&mut self, ticket: u32, attempt: u32, reply: Reply, now: Instant) -> Option<Step> {
+        if !self.awaits(ticket, attempt) {
             return None;
         }
         if reply.outcome == crate::policy::Outcome::Success {
@@ -206,8 +178,7 @@ impl Gateways {
 
     /// Attempt `attempt` of `ticket` timed out at `now` (`None`: it was answered already).
     pub fn timed_out(&mut self, ticket: u32, attempt: u32, now: Instant) -> Option<Step> {
-        let t = self.get(ticket);
-        if !t.waiting || t.attempts != attempt || !t.owes_answer {
+        if !self.awaits(ticket, attempt) {
             return None;
         }
         Some(self.failed(ticket, Reply::of(crate::policy::Outcome::Timeout), now))
@@ -260,39 +231,40 @@ impl Gateways {
         }
         let freed = (t.op, t.owes_answer.then_some(t.caller));
         self.free.push(ticket);
-        self.live -= 1;
         Some(freed)
     }
 
     /// Tickets in flight.
-    pub fn live(&self) -> usize {
-        self.live
+    #[cfg(test)]
+    fn live(&self) -> usize {
+        self.tickets.len() - self.free.len()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::{BackoffSpec, Duration};
+    use crate::experiment::{BackoffSpec, Duration, LayerSpec};
+    use crate::model::build::layer_policy;
     use crate::model::server::RetryAfterCode;
     use crate::policy::Outcome;
 
-    fn layer(max_attempts: u32, timeout_ms: Option<u64>, honor_dont_retry: bool) -> LayerSpec {
-        LayerSpec {
+    fn layer(max_attempts: u32, timeout_ms: Option<u64>, honor_dont_retry: bool) -> RetryPolicy {
+        layer_policy(&LayerSpec {
             name: "gw".into(),
             max_attempts,
             timeout: timeout_ms.map(|ms| Duration(ms * 1_000_000)),
             retry_on: None,
             backoff: BackoffSpec::Constant { base: Duration(5_000_000) },
             honor_dont_retry,
-        }
+        })
     }
 
     const FAIL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::NONE };
 
     #[test]
     fn a_layer_retries_up_to_its_attempts_then_answers_its_last_failure() {
-        let mut g = Gateways::new(&[layer(3, None, false)], 1);
+        let mut g = Gateways::new(vec![layer(3, None, false)], 1);
         let t = g.open(7, 0, Caller::Client { attempt: 1 }, Instant::ZERO);
         for n in 1..=3 {
             let (attempt, gives_up) = g.send(t, Instant::ZERO);
@@ -305,7 +277,7 @@ mod tests {
 
     #[test]
     fn a_success_is_answered_and_late_answers_are_ignored() {
-        let mut g = Gateways::new(&[layer(3, Some(100), false)], 1);
+        let mut g = Gateways::new(vec![layer(3, Some(100), false)], 1);
         let t = g.open(0, 0, Caller::Client { attempt: 2 }, Instant::ZERO);
         let (a1, gives_up) = g.send(t, Instant::ZERO);
         assert_eq!(gives_up, Instant::ZERO + Span::from_millis(100));
@@ -322,7 +294,7 @@ mod tests {
     fn dont_retry_stops_a_layer_that_honours_it() {
         let dont = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::DONT_RETRY };
         for (honor, expected) in [(true, Step::Answer(dont)), (false, Step::Retry(Span::from_millis(5)))] {
-            let mut g = Gateways::new(&[layer(3, None, honor)], 1);
+            let mut g = Gateways::new(vec![layer(3, None, honor)], 1);
             let t = g.open(0, 0, Caller::Client { attempt: 1 }, Instant::ZERO);
             let (a, _) = g.send(t, Instant::ZERO);
             assert_eq!(g.answered(t, a, dont, Instant::ZERO), Some(expected), "honor_dont_retry = {honor}");
@@ -331,7 +303,7 @@ mod tests {
 
     #[test]
     fn a_ticket_lives_while_referenced_and_hangs_up_on_its_caller_if_it_never_answered() {
-        let mut g = Gateways::new(&[layer(2, None, false), layer(2, None, false)], 1);
+        let mut g = Gateways::new(vec![layer(2, None, false), layer(2, None, false)], 1);
         let caller = Caller::Layer { ticket: 3, attempt: 1 };
         let t = g.open(9, 1, caller, Instant::ZERO);
         assert!(g.calls_server(t));
@@ -345,7 +317,6 @@ mod tests {
         assert!(!g.calls_server(u));
         g.answer_sent(u);
         assert_eq!(g.release(u), Some((1, None)), "answered: freed, nothing owed");
-        assert_eq!(g.peak(), 1);
     }
 
     #[test]

@@ -77,7 +77,8 @@ pub fn simulate_with<C: QueueChoice>(
         ServerSpec::Queue(q) => {
             let keys = build::idempotency_keys(strategy);
             let layers = &strategy.policy.layers;
-            let gateways = (!layers.is_empty()).then(|| gateway::Gateways::new(layers, run_seed));
+            let gateways = (!layers.is_empty())
+                .then(|| gateway::Gateways::new(layers.iter().map(build::layer_policy).collect(), run_seed));
             queue_model::run::<C::Queue>(
                 q, &workload, net, clients, keys, gateways, run_seed, horizon, series,
             )

@@ -116,9 +116,6 @@ impl Ev {
     pub fn layer_timeout(ticket: u32, attempt: u32) -> Ev {
         Ev::of(Kind::LayerTimeout, ticket, attempt, 0)
     }
-    pub fn kind(&self) -> Kind {
-        self.kind
-    }
 }
 
 // Events are copied in and out of the queue millions of times a second: keep them small.
@@ -190,13 +187,6 @@ pub fn run<Q: EventQueue<Ev>>(
     }
     engine::run(&mut model, &mut sched, horizon);
     model.rec.keys_peak(model.server.keys_peak());
-    // Operations pending at the horizon fail as unfinished: those whose effect happened are
-    // failed but applied.
-    for op in model.clients.ops.pending() {
-        if op.executions > 0 {
-            model.rec.failed_but_applied();
-        }
-    }
     model.clients.finish(model.rec, sched.processed(), fault_span, horizon)
 }
 
@@ -274,10 +264,7 @@ impl QueueModel {
         let attempt = match self.clients.send(op, s.now(), &mut self.rec) {
             Sent::Attempt(a) => a,
             Sent::Wait(wait) => return s.schedule_in(wait, Ev::send(op)),
-            Sent::Ended(next) => {
-                self.ended_in_failure(op);
-                return self.next_op(next, s);
-            }
+            Sent::Ended(next) => return self.next_op(next, s),
         };
         if !attempt.gives_up_at.is_never() {
             self.clients.ops.get(op).refs += 1;
@@ -454,20 +441,7 @@ impl QueueModel {
         let retry_after = reply.retry_after.decode();
         match self.clients.fail(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
             AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::send(op)),
-            AfterFailure::Ended(next) => {
-                self.ended_in_failure(op);
-                self.next_op(next, s)
-            }
-        }
-    }
-
-    /// Operation `op` just ended in failure: counted as failed but applied if its effect has
-    /// happened. (Its slot may be free already, but it holds the operation until a new one
-    /// starts in it, which only `Clients::start` does.)
-    #[inline]
-    fn ended_in_failure(&mut self, op: u32) {
-        if self.clients.ops.get(op).executions > 0 {
-            self.rec.failed_but_applied();
+            AfterFailure::Ended(next) => self.next_op(next, s),
         }
     }
 

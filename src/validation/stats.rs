@@ -147,41 +147,27 @@ pub fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
     }
 }
 
+/// The continued fraction of the regularised incomplete beta function, by the modified Lentz
+/// method (Numerical Recipes, `betacf`): terms alternate between an even and an odd
+/// coefficient, and each term updates `c` and `d` the same way (`lentz`).
 fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
     const TINY: f64 = 1e-300;
+    let away_from_zero = |v: f64| if v.abs() < TINY { TINY } else { v };
+    // One Lentz step with coefficient `aa`: the factor it multiplies the fraction by.
+    let lentz = |aa: f64, c: &mut f64, d: &mut f64| {
+        *d = 1.0 / away_from_zero(1.0 + aa * *d);
+        *c = away_from_zero(1.0 + aa / *c);
+        *d * *c
+    };
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / away_from_zero(1.0 - qab * x / qap);
     let mut h = d;
     for m in 1..=300 {
         let m = m as f64;
         let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
+        h *= lentz(m * (b - m) * x / ((qam + m2) * (a + m2)), &mut c, &mut d);
+        let del = lentz(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)), &mut c, &mut d);
         h *= del;
         if (del - 1.0).abs() < 1e-16 {
             break;

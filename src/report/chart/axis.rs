@@ -103,14 +103,17 @@ impl Axis {
         self
     }
 
-    /// Where `v` falls, as a fraction of the axis (0 = low end).
-    fn fraction(&self, v: f64) -> f64 {
+    /// Where `v` falls, as a fraction of the axis (0 = low end, 1 = high end; on a log axis
+    /// values below a thousandth of the low end count as that); 0.5 on an axis of no width.
+    /// Tick thinning and the colour scales read it.
+    pub fn fraction(&self, v: f64) -> f64 {
         match self.scale {
             Scale::Log => {
                 let (a, b) = (self.lo.log10(), self.hi.log10());
                 (v.max(self.lo * 1e-3).log10() - a) / (b - a)
             }
-            _ => (v - self.lo) / (self.hi - self.lo),
+            _ if self.hi > self.lo => (v - self.lo) / (self.hi - self.lo),
+            _ => 0.5,
         }
     }
 

@@ -125,16 +125,6 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
 }
 
 impl HeatmapChart {
-    fn t(&self, v: f64) -> f64 {
-        match self.scale.scale {
-            Scale::Log => {
-                (v.log10() - self.scale.lo.log10()) / (self.scale.hi.log10() - self.scale.lo.log10())
-            }
-            _ if self.scale.hi > self.scale.lo => (v - self.scale.lo) / (self.scale.hi - self.scale.lo),
-            _ => 0.5,
-        }
-    }
-
     /// Draws the grid of cells and the colour bar.
     pub fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let (w, _) = area.dim_in_pixel();
@@ -154,45 +144,50 @@ impl HeatmapChart {
         for &(x, y, v) in &self.cells {
             let (x, y) = (x as f64, y as f64);
             let fill = match v {
-                Some(v) => viridis(self.t(v)).filled(),
+                Some(v) => viridis(self.scale.fraction(v)).filled(),
                 None => RGBColor(0xEE, 0xEE, 0xEE).filled(),
             };
             plot.draw(&Rectangle::new([(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)], fill)).map_err(err)?;
             plot.draw(&Rectangle::new([(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)], WHITE.stroke_width(2)))
                 .map_err(err)?;
             if show_values && let Some(v) = v {
-                let ink = if self.t(v) > 0.55 { INK } else { WHITE };
+                let ink = if self.scale.fraction(v) > 0.55 { INK } else { WHITE };
                 let style = font(15.0).color(&ink).pos(Pos::new(HPos::Center, VPos::Center));
                 plot.draw(&Text::new(format::sig(v, 3), (x, y), style)).map_err(err)?;
             }
         }
-        self.colour_bar(&bar)
+        colour_bar(&bar, &self.scale, &self.metric_title)
     }
+}
 
-    fn colour_bar<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let (_, h) = area.dim_in_pixel();
-        let (top, bottom) = (40, h as i32 - 70);
-        let (x0, x1) = (20, 44);
-        let steps = (bottom - top).max(1);
-        for i in 0..steps {
-            let t = 1.0 - i as f64 / steps as f64;
-            area.draw(&Rectangle::new([(x0, top + i), (x1, (top + i + 2).min(bottom))], viridis(t).filled()))
-                .map_err(err)?;
-        }
-        area.draw(&Rectangle::new([(x0, top), (x1, bottom)], INK.stroke_width(1))).map_err(err)?;
-        for tick in self.scale.ticks() {
-            let t = self.t(tick);
-            if !(-1e-9..=1.0 + 1e-9).contains(&t) {
-                continue;
-            }
-            let y = bottom - (t * (bottom - top) as f64).round() as i32;
-            area.draw(&PathElement::new(vec![(x1, y), (x1 + 5, y)], INK.stroke_width(1))).map_err(err)?;
-            let style = font(15.0).pos(Pos::new(HPos::Left, VPos::Center));
-            area.draw(&Text::new(self.scale.label(tick), (x1 + 8, y), style)).map_err(err)?;
-        }
-        let style = font(17.0).transform(FontTransform::Rotate270).pos(Pos::new(HPos::Center, VPos::Top));
-        area.draw(&Text::new(self.metric_title.clone(), (x1 + 70, (top + bottom) / 2), style))
+/// A vertical viridis bar for a colour `scale` titled `title`, with its ticks (the heatmaps'
+/// and the tune chart's).
+pub fn colour_bar<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    scale: &Axis,
+    title: &str,
+) -> Result<(), String> {
+    let (_, h) = area.dim_in_pixel();
+    let (top, bottom) = (40, h as i32 - 70);
+    let (x0, x1) = (20, 44);
+    let steps = (bottom - top).max(1);
+    for i in 0..steps {
+        let t = 1.0 - i as f64 / steps as f64;
+        area.draw(&Rectangle::new([(x0, top + i), (x1, (top + i + 2).min(bottom))], viridis(t).filled()))
             .map_err(err)?;
-        Ok(())
     }
+    area.draw(&Rectangle::new([(x0, top), (x1, bottom)], INK.stroke_width(1))).map_err(err)?;
+    for tick in scale.ticks() {
+        let t = scale.fraction(tick);
+        if !(-1e-9..=1.0 + 1e-9).contains(&t) {
+            continue;
+        }
+        let y = bottom - (t * (bottom - top) as f64).round() as i32;
+        area.draw(&PathElement::new(vec![(x1, y), (x1 + 5, y)], INK.stroke_width(1))).map_err(err)?;
+        let style = font(15.0).pos(Pos::new(HPos::Left, VPos::Center));
+        area.draw(&Text::new(scale.label(tick), (x1 + 8, y), style)).map_err(err)?;
+    }
+    let style = font(17.0).transform(FontTransform::Rotate270).pos(Pos::new(HPos::Center, VPos::Top));
+    area.draw(&Text::new(title.to_owned(), (x1 + 70, (top + bottom) / 2), style)).map_err(err)?;
+    Ok(())
 }

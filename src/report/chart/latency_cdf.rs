@@ -68,17 +68,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
             .into_iter()
             .map(|s| (s, set.strategies[s].clone()))
             .collect();
-        let capped = if shown.len() < set.points.len() {
-            format!(
-                " Drawn for {} of the {} sweep points (first, last and evenly spaced between).",
-                shown.len(),
-                set.points.len()
-            )
-        } else {
-            String::new()
-        };
-        let at =
-            if set.sweep_keys.is_empty() { String::new() } else { format!(" at {}", set.point_label(p)) };
+        let (capped, at) = super::point_notes(set, shown.len(), p, "");
         charts.push(Chart {
             stem: paths::latency_chart(p, set.points.len()),
             title: format!("Distribution over runs of the p99 and p50 latency{at}"),

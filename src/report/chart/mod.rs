@@ -6,6 +6,79 @@
 //! rasterised with it and SVGs carry its glyph outlines, so nothing depends on the fonts of
 //! the machine that draws or shows a chart.
 
+/// The `DrawingBackend` methods that the outlined-text backends ([`bitmap_text`],
+/// [`svg_text`]) hand to the plotters backend they wrap (`self.inner`) unchanged: all but
+/// `draw_text`. Expanded inside their `impl DrawingBackend`, where `Err` is the wrapped
+/// backend's error type.
+macro_rules! delegate_to_inner {
+    () => {
+        fn get_size(&self) -> (u32, u32) {
+            self.inner.get_size()
+        }
+        fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.ensure_prepared()
+        }
+        fn present(&mut self) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.present()
+        }
+        fn draw_pixel(
+            &mut self,
+            point: BackendCoord,
+            color: BackendColor,
+        ) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.draw_pixel(point, color)
+        }
+        fn draw_line<S: BackendStyle>(
+            &mut self,
+            from: BackendCoord,
+            to: BackendCoord,
+            style: &S,
+        ) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.draw_line(from, to, style)
+        }
+        fn draw_rect<S: BackendStyle>(
+            &mut self,
+            a: BackendCoord,
+            b: BackendCoord,
+            style: &S,
+            fill: bool,
+        ) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.draw_rect(a, b, style, fill)
+        }
+        fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+            &mut self,
+            path: I,
+            style: &S,
+        ) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.draw_path(path, style)
+        }
+        fn draw_circle<S: BackendStyle>(
+            &mut self,
+            center: BackendCoord,
+            radius: u32,
+            style: &S,
+            fill: bool,
+        ) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.draw_circle(center, radius, style, fill)
+        }
+        fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+            &mut self,
+            vert: I,
+            style: &S,
+        ) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.fill_polygon(vert, style)
+        }
+        fn blit_bitmap(
+            &mut self,
+            pos: BackendCoord,
+            size: (u32, u32),
+            src: &[u8],
+        ) -> Result<(), DrawingErrorKind<Err>> {
+            self.inner.blit_bitmap(pos, size, src)
+        }
+    };
+}
+
 pub mod axis;
 pub mod bitmap_text;
 pub mod heatmap;
@@ -315,6 +388,22 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
     charts.extend(timeseries::plan(set, opts));
     charts.extend(latency_cdf::plan(set, opts));
     charts
+}
+
+/// The notes of a chart drawn per sweep point, for point `p` when `shown` of the points get
+/// one: a caption sentence saying which points are drawn (empty when all are; `more` ends it)
+/// and a title suffix naming the point (" at KEY=VALUE", empty without a sweep).
+fn point_notes(set: &ResultSet, shown: usize, p: usize, more: &str) -> (String, String) {
+    let capped = if shown < set.points.len() {
+        format!(
+            " Drawn for {shown} of the {} sweep points (first, last and evenly spaced between){more}.",
+            set.points.len()
+        )
+    } else {
+        String::new()
+    };
+    let at = if set.sweep_keys.is_empty() { String::new() } else { format!(" at {}", set.point_label(p)) };
+    (capped, at)
 }
 
 /// Points to draw when a chart is drawn per point and there are more than `cap`: the first,

@@ -179,66 +179,7 @@ type Err = <SVGBackend<'static> as DrawingBackend>::ErrorType;
 impl DrawingBackend for OutlinedSvg<'_, '_> {
     type ErrorType = Err;
 
-    fn get_size(&self) -> (u32, u32) {
-        self.inner.get_size()
-    }
-    fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.ensure_prepared()
-    }
-    fn present(&mut self) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.present()
-    }
-    fn draw_pixel(&mut self, point: BackendCoord, color: BackendColor) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.draw_pixel(point, color)
-    }
-    fn draw_line<S: BackendStyle>(
-        &mut self,
-        from: BackendCoord,
-        to: BackendCoord,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.draw_line(from, to, style)
-    }
-    fn draw_rect<S: BackendStyle>(
-        &mut self,
-        a: BackendCoord,
-        b: BackendCoord,
-        style: &S,
-        fill: bool,
-    ) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.draw_rect(a, b, style, fill)
-    }
-    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
-        &mut self,
-        path: I,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.draw_path(path, style)
-    }
-    fn draw_circle<S: BackendStyle>(
-        &mut self,
-        center: BackendCoord,
-        radius: u32,
-        style: &S,
-        fill: bool,
-    ) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.draw_circle(center, radius, style, fill)
-    }
-    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
-        &mut self,
-        vert: I,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.fill_polygon(vert, style)
-    }
-    fn blit_bitmap(
-        &mut self,
-        pos: BackendCoord,
-        (w, h): (u32, u32),
-        src: &[u8],
-    ) -> Result<(), DrawingErrorKind<Err>> {
-        self.inner.blit_bitmap(pos, (w, h), src)
-    }
+    delegate_to_inner!();
     fn draw_text<S: BackendTextStyle>(
         &mut self,
         text: &str,

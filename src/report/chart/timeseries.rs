@@ -88,17 +88,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
             .flat_map(|pn| pn.offered.iter().chain(&pn.successes).map(|v| v.1))
             .chain(point.capacity_rps);
         let queues = panels.iter().flat_map(|pn| pn.queued.iter().map(|v| v.1));
-        let capped = if shown.len() < set.points.len() {
-            format!(
-                " Drawn for {} of the {} sweep points (first, last and evenly spaced between); the others are in timeseries.csv.",
-                shown.len(),
-                set.points.len()
-            )
-        } else {
-            String::new()
-        };
-        let at =
-            if set.sweep_keys.is_empty() { String::new() } else { format!(" at {}", set.point_label(p)) };
+        let (capped, at) = super::point_notes(set, shown.len(), p, "; the others are in timeseries.csv");
         charts.push(Chart {
             stem: paths::timeseries_chart(p, set.points.len()),
             title: format!("Load over time{at}"),

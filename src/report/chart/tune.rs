@@ -4,11 +4,10 @@
 //! a second chart places the candidates in the plane of both, coloured by the objective.
 
 use super::axis::{Axis, Scale};
-use super::heatmap::viridis;
-use super::{Chart, INK, Kind, LegendEntry, err, font, legend, legend_height, mesh};
+use super::heatmap::{colour_bar, viridis};
+use super::{Chart, Kind, LegendEntry, err, legend, legend_height, mesh};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Feasible candidates.
 const FEASIBLE: RGBColor = super::PALETTE[0];
@@ -151,7 +150,7 @@ impl TuneChart {
         let chart = mesh(&main, x.clone(), y.clone(), x_title, y_title, (56, 84))?;
         let plot = chart.plotting_area().clone();
         let scale = &self.objective.0;
-        let t = |v: f64| fraction(scale, v);
+        let t = |v: f64| scale.fraction(v);
         for p in self.points.iter().filter(|p| !p.feasible) {
             cross(&plot, (p.position[0], p.position[1]), INFEASIBLE)?;
         }
@@ -163,15 +162,6 @@ impl TuneChart {
             ring(&plot, (p.position[0], p.position[1]))?;
         }
         colour_bar(&bar, scale, &self.objective.1)
-    }
-}
-
-/// Where `v` falls on `scale`, from 0 to 1.
-fn fraction(scale: &Axis, v: f64) -> f64 {
-    match scale.scale {
-        Scale::Log if v > 0.0 => (v.log10() - scale.lo.log10()) / (scale.hi.log10() - scale.lo.log10()),
-        _ if scale.hi > scale.lo => (v - scale.lo) / (scale.hi - scale.lo),
-        _ => 0.5,
     }
 }
 
@@ -195,35 +185,4 @@ fn ring<DB: DrawingBackend>(
 ) -> Result<(), String> {
     plot.draw(&Circle::new(at, 5, CHOSEN.filled())).map_err(err)?;
     plot.draw(&Circle::new(at, 11, CHOSEN.stroke_width(3))).map_err(err)
-}
-
-/// A vertical viridis bar for the objective, with its ticks.
-fn colour_bar<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    scale: &Axis,
-    title: &str,
-) -> Result<(), String> {
-    let (_, h) = area.dim_in_pixel();
-    let (top, bottom) = (40, h as i32 - 70);
-    let (x0, x1) = (20, 44);
-    let steps = (bottom - top).max(1);
-    for i in 0..steps {
-        let t = 1.0 - i as f64 / steps as f64;
-        area.draw(&Rectangle::new([(x0, top + i), (x1, (top + i + 2).min(bottom))], viridis(t).filled()))
-            .map_err(err)?;
-    }
-    area.draw(&Rectangle::new([(x0, top), (x1, bottom)], INK.stroke_width(1))).map_err(err)?;
-    for tick in scale.ticks() {
-        let t = fraction(scale, tick);
-        if !(-1e-9..=1.0 + 1e-9).contains(&t) {
-            continue;
-        }
-        let y = bottom - (t * (bottom - top) as f64).round() as i32;
-        area.draw(&PathElement::new(vec![(x1, y), (x1 + 5, y)], INK.stroke_width(1))).map_err(err)?;
-        let style = font(15.0).pos(Pos::new(HPos::Left, VPos::Center));
-        area.draw(&Text::new(scale.label(tick), (x1 + 8, y), style)).map_err(err)?;
-    }
-    let style = font(17.0).transform(FontTransform::Rotate270).pos(Pos::new(HPos::Center, VPos::Top));
-    area.draw(&Text::new(title.to_owned(), (x1 + 70, (top + bottom) / 2), style)).map_err(err)?;
-    Ok(())
 }
