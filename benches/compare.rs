@@ -1,5 +1,6 @@
 //! retrysim against the bare binary-heap loop on the 10,000-client herd, side by side in one
-//! process: `cargo bench --bench compare -- [N]` (default 20 repetitions).
+//! process: `cargo bench --bench compare -- [N]` (default 20 repetitions). With
+//! `--retrysim-only` it runs retrysim's N runs alone, for a profiler.
 //!
 //! Each repetition times one whole run of each, alternating (so a burst of load on a shared
 //! machine hits both): retrysim's run 0 of `experiments/herd-10k.toml` (as `retrysim run`
@@ -42,6 +43,12 @@ fn main() {
     let (point, seed) = (&exp.points[0], run_seed(exp.seed, 0));
     let retrysim_run = || simulate_with::<Calendar>(&point.spec, &point.strategies[0], seed).events;
     let bare_run = || bare::run(1).events;
+    if std::env::args().any(|a| a == "--retrysim-only") {
+        // For profilers (perf, callgrind): retrysim's runs alone, nothing else in the process.
+        let events: u64 = (0..reps).map(|_| retrysim_run()).sum();
+        println!("retrysim alone: {reps} runs, {events} events");
+        return;
+    }
     let (events, bare_events) = (retrysim_run(), bare_run());
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..reps {

@@ -1,6 +1,7 @@
 //! The calendar queue allocates nothing in steady state, and a cleared queue (or a reset
 //! scheduler) runs another identical workload without allocating: its chunks, window and
-//! scratch buffers are reused. Checked with a counting global allocator.
+//! scratch buffers are reused. A whole run that its thread has made before allocates only a
+//! few per-run objects. Checked with a counting global allocator.
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -164,4 +165,26 @@ fn a_reset_scheduler_runs_another_herd_without_allocating() {
     assert_eq!(first, second, "the same run, the same events");
     let mut fresh = Scheduler::new(CalendarQueue::default());
     assert_eq!(herd(&mut fresh, 1), first, "a reset scheduler runs as a new one");
+}
+
+/// A whole run of the 10,000-client herd, when its thread has run it before: the queue, the op
+/// table and the latency histogram are reused (`model::workspace`), so what is allocated is a
+/// handful of per-run objects (the time series that goes into the results, the recorder's
+/// window, the server's workers, the clients' counters), not the 60,000 events' worth that a
+/// first run grows into.
+#[test]
+fn a_repeated_run_allocates_only_its_per_run_objects() {
+    use retrysim::experiment::{self, Overrides};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/herd-10k.toml");
+    let exp = experiment::load(&path, &Overrides::default()).expect("shipped experiments are valid");
+    let (point, seed) = (&exp.points[0], retrysim::engine::rng::run_seed(exp.seed, 0));
+    let run = || {
+        let m = retrysim::model::simulate(&point.spec, &point.strategies[0], seed);
+        assert!(m.events > 60_000);
+    };
+    let first = allocations(run);
+    let again = allocations(run);
+    // 6 today: the time series, the recorder's window, the workers, the clients' counters.
+    assert!(again <= 10, "a repeated run made {again} allocations (the first made {first})");
+    assert!(first > again + 10, "the first run grows the reused buffers: {first} allocations");
 }

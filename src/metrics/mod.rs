@@ -8,4 +8,4 @@ pub mod series;
 pub mod summary;
 
 pub use crate::policy::FailReason;
-pub use recorder::{RunMetrics, RunRecorder};
+pub use recorder::{RunMetrics, RunRecorder, latency_histogram};

@@ -120,6 +120,13 @@ impl RunRecorder {
     /// the per-second success buckets are not kept); `series`: the buckets over time to fill
     /// ([`TimeSeries::none`] to keep none).
     pub fn new(track_recovery: bool, series: TimeSeries) -> RunRecorder {
+        RunRecorder::with_histogram(track_recovery, series, latency_histogram())
+    }
+
+    /// [`RunRecorder::new`] recording latencies into `latency`, which must be empty (a
+    /// [`latency_histogram`], or one a run handed back, reset).
+    pub fn with_histogram(track_recovery: bool, series: TimeSeries, latency: Histogram<u64>) -> RunRecorder {
+        debug_assert!(latency.is_empty());
         RunRecorder {
             ops: 0,
             succeeded: 0,
@@ -127,8 +134,7 @@ impl RunRecorder {
             calls: 0,
             server_calls: 0,
             last_end: Instant::ZERO,
-            // 3 significant digits: quantiles within 0.1 %; auto-resizing covers ns to years.
-            latency_ns: Histogram::new(3).expect("3 significant figures is a valid precision"),
+            latency_ns: latency,
             latency_max_ns: 0,
             latency_min_ns: u64::MAX,
             latency_sum_ns: 0,
@@ -343,7 +349,17 @@ impl RunRecorder {
 
     /// Closes the run. `faults` spans the faults that start before the horizon (None without
     /// any); `horizon` bounds the recovery analysis.
-    pub fn finish(mut self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
+    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
+        self.finish_keeping_histogram(events, faults, horizon).0
+    }
+
+    /// [`RunRecorder::finish`], handing the latency histogram back for another run.
+    pub fn finish_keeping_histogram(
+        mut self,
+        events: u64,
+        faults: Option<FaultSpan>,
+        horizon: Instant,
+    ) -> (RunMetrics, Histogram<u64>) {
         self.series.finish();
         // A percentile is the top of its histogram bucket (within 0.1 %), which can lie above
         // the exact maximum: no quantile exceeds the maximum, so it is clamped there.
@@ -358,7 +374,7 @@ impl RunRecorder {
         let failed = self.failed_by.iter().sum();
         let end = self.last_end;
         let ratio = |num: u128, den: u64| if den == 0 { 0.0 } else { num as f64 / den as f64 };
-        RunMetrics {
+        let metrics = RunMetrics {
             ops: self.ops,
             succeeded: self.succeeded,
             failed,
@@ -384,8 +400,15 @@ impl RunRecorder {
             metastable: recovery.metastable(),
             events,
             series: self.series,
-        }
+        };
+        (metrics, self.latency_ns)
     }
+}
+
+/// A new, empty latency histogram: 3 significant digits (quantiles within 0.1 %),
+/// auto-resizing to cover nanoseconds to years.
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant figures is a valid precision")
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use super::ops::{Op, OpTable};
 use super::workload::Workload;
+use super::workspace::Leftovers;
 use crate::engine::rng::{Stream, derive};
 use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
@@ -55,6 +56,9 @@ pub struct Clients {
     pub ops: OpTable,
     policy: RetryPolicy,
     gate: Gate,
+    /// Whether the gate has any control (`!gate.is_empty()`, asked once): without, the
+    /// clients skip every call into it and what only it needs.
+    controls: bool,
     /// Root of the jitter streams; `None` when the backoff draws nothing.
     jitter_root: Option<u64>,
     /// Operations started so far (an open workload's per-operation jitter stream label).
@@ -66,13 +70,15 @@ pub struct Clients {
 
 impl Clients {
     /// `with_extra`: keep per-operation ids (idempotency keys); backoff resets (gRPC
-    /// pushback) need them too and are added here.
+    /// pushback) need them too and are added here. `ops` is a table to reuse (emptied here; a
+    /// new `OpTable::default()` will do).
     pub fn new(
         workload: &Workload,
         policy: RetryPolicy,
         gate: Gate,
         run_seed: u64,
         with_extra: bool,
+        mut ops: OpTable,
     ) -> Clients {
         let with_extra =
             with_extra || matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::GrpcPushback);
@@ -84,15 +90,8 @@ impl Clients {
             }
             Workload::Open { .. } => (Vec::new(), Span::ZERO, 1024),
         };
-        Clients {
-            ops: OpTable::with_capacity(capacity, with_extra),
-            policy,
-            gate,
-            jitter_root,
-            started: 0,
-            remaining,
-            think,
-        }
+        ops.reset(capacity, with_extra);
+        Clients { ops, policy, controls: !gate.is_empty(), gate, jitter_root, started: 0, remaining, think }
     }
 
     /// Starts an operation of `client` at `now`; returns its slot. The caller sends the first
@@ -116,7 +115,7 @@ impl Clients {
             self.jitter_root.map_or(0, |root| derive(derive(root, client as u64), index)),
         );
         rec.op_started(now);
-        if !self.gate.is_empty() {
+        if self.controls {
             self.gate.op_started(client, now);
         }
         self.ops.insert(Op::new(now, client, self.policy.backoff.initial_state(), jitter))
@@ -126,7 +125,7 @@ impl Clients {
     /// recorded as a call), holds it back, or refuses it (then the operation ends).
     #[inline]
     pub fn send(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Sent {
-        if !self.gate.is_empty() {
+        if self.controls {
             let op = self.ops.get(slot);
             let paid = std::mem::take(&mut op.wait_paid);
             match self.gate.admit(op.client, now, op.attempts + 1, paid) {
@@ -140,7 +139,11 @@ impl Clients {
         }
         let op = self.ops.get(slot);
         op.attempts += 1;
-        op.sent(now);
+        op.waiting = true;
+        if self.controls {
+            // Only the controls read when the attempt was sent (slow calls, latencies).
+            op.note_sent(now);
+        }
         let a = Attempt { number: op.attempts, gives_up_at: self.policy.gives_up_at(op.started, now) };
         rec.call_sent(now);
         Sent::Attempt(a)
@@ -156,13 +159,13 @@ impl Clients {
     /// The attempt the client was waiting for succeeded at `now`: the operation succeeded.
     #[inline]
     pub fn succeed(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Option<NextOp> {
-        if !self.gate.is_empty() {
+        if self.controls {
             self.tell_gate(slot, Outcome::Success, now);
         }
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_succeeded(started, attempts, now);
-        if !self.gate.is_empty() {
+        if self.controls {
             let last_cost = self.ops.get(slot).last_cost;
             self.gate.op_ended(client, true, last_cost);
         }
@@ -181,7 +184,7 @@ impl Clients {
         now: Instant,
         rec: &mut RunRecorder,
     ) -> AfterFailure {
-        if !self.gate.is_empty() {
+        if self.controls {
             self.tell_gate(slot, outcome, now);
         }
         let backoff_from = if self.ops.has_extra() { self.ops.extra(slot).backoff_from } else { 0 };
@@ -195,8 +198,14 @@ impl Clients {
             now,
             retry_after,
         };
-        let mut controls = self.gate.client(op.client, &mut op.last_cost);
-        match self.policy.after_failure(&failed, &mut op.backoff, &mut controls, &mut op.jitter) {
+        let decision = if self.controls {
+            let mut controls = self.gate.client(op.client, &mut op.last_cost);
+            self.policy.after_failure(&failed, &mut op.backoff, &mut controls, &mut op.jitter)
+        } else {
+            // No controls: `()` permits every retry, and the decision is compiled without them.
+            self.policy.after_failure(&failed, &mut op.backoff, &mut (), &mut op.jitter)
+        };
+        match decision {
             Decision::Retry { delay, reset_backoff } => {
                 if reset_backoff {
                     op.backoff = self.policy.backoff.initial_state();
@@ -235,28 +244,30 @@ impl Clients {
         if op.executions > 0 {
             rec.failed_but_applied();
         }
-        if !self.gate.is_empty() {
+        if self.controls {
             self.gate.op_ended(client, false, CostClass::NONE);
         }
         self.ops.end(slot);
         self.next_op(client, now)
     }
 
-    /// Closes the run at the horizon: operations still pending fail as `unfinished`.
+    /// Closes the run at the horizon: operations still pending fail as `unfinished`. Hands
+    /// back the op table and the latency histogram for the thread's next run.
     pub fn finish(
         self,
         mut rec: RunRecorder,
         events: u64,
         faults: Option<FaultSpan>,
         horizon: Instant,
-    ) -> RunMetrics {
+    ) -> (RunMetrics, Leftovers) {
         for op in self.ops.pending() {
             rec.unfinished(op.started, op.attempts, horizon);
             if op.executions > 0 {
                 rec.failed_but_applied();
             }
         }
-        rec.finish(events, faults, horizon)
+        let (metrics, latency) = rec.finish_keeping_histogram(events, faults, horizon);
+        (metrics, Leftovers { ops: self.ops, latency })
     }
 
     #[inline]

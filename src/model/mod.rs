@@ -11,6 +11,7 @@ pub mod ops;
 pub mod queue_model;
 pub mod server;
 pub mod workload;
+pub mod workspace;
 
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
@@ -20,11 +21,12 @@ use crate::metrics::series::TimeSeries;
 use clients::Clients;
 use network::Network;
 use workload::Workload;
+use workspace::Workspace;
 
 /// Which event queue implementation a run uses; results are identical for all of them.
-pub trait QueueChoice {
-    type Occ: EventQueue<occ_model::Ev>;
-    type Queue: EventQueue<queue_model::Ev>;
+pub trait QueueChoice: 'static {
+    type Occ: EventQueue<occ_model::Ev> + 'static;
+    type Queue: EventQueue<queue_model::Ev> + 'static;
 }
 
 /// The reference binary heap.
@@ -56,12 +58,14 @@ pub fn simulate(spec: &ExperimentSpec, strategy: &Strategy, run_seed: u64) -> Ru
     simulate_with::<DefaultQueue>(spec, strategy, run_seed)
 }
 
-/// [`simulate`] with a chosen event queue (for the equivalence test and benchmarks).
+/// [`simulate`] with a chosen event queue (for the equivalence test and benchmarks). The run
+/// reuses the buffers the thread's previous run left ([`workspace`]).
 pub fn simulate_with<C: QueueChoice>(
     spec: &ExperimentSpec,
     strategy: &Strategy,
     run_seed: u64,
 ) -> RunMetrics {
+    let mut ws = Workspace::<C>::take();
     let workload = Workload::from_spec(&spec.workload);
     let net = Network::new(&spec.network, stream(run_seed, Stream::Network));
     let clients = Clients::new(
@@ -70,19 +74,41 @@ pub fn simulate_with<C: QueueChoice>(
         build::gate(strategy, workload.clients(), run_seed),
         run_seed,
         strategy.policy.idempotency != crate::experiment::IdempotencyMode::None,
+        ws.ops(),
     );
     let horizon = crate::engine::Instant::ZERO + spec.horizon.span();
     let series = TimeSeries::new(spec.output.bucket.span(), horizon);
-    match &spec.server {
+    let latency = ws.latency();
+    let (metrics, left) = match &spec.server {
         ServerSpec::Queue(q) => {
             let keys = build::idempotency_keys(strategy);
             let layers = &strategy.policy.layers;
             let gateways = (!layers.is_empty())
                 .then(|| gateway::Gateways::new(layers.iter().map(build::layer_policy).collect(), run_seed));
-            queue_model::run::<C::Queue>(
-                q, &workload, net, clients, keys, gateways, run_seed, horizon, series,
-            )
+            let (metrics, queue, left) = queue_model::run(
+                q,
+                &workload,
+                net,
+                clients,
+                keys,
+                gateways,
+                run_seed,
+                horizon,
+                series,
+                ws.queue(),
+                latency,
+            );
+            ws.keep_queue(queue);
+            (metrics, left)
         }
-        ServerSpec::Occ {} => occ_model::run::<C::Occ>(&workload, net, clients, run_seed, horizon, series),
-    }
+        ServerSpec::Occ {} => {
+            let (metrics, queue, left) =
+                occ_model::run(&workload, net, clients, run_seed, horizon, series, ws.occ_queue(), latency);
+            ws.keep_occ_queue(queue);
+            (metrics, left)
+        }
+    };
+    ws.keep(left);
+    ws.give_back();
+    metrics
 }

@@ -11,11 +11,13 @@
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::network::Network;
 use super::workload::{StartTimes, Workload};
+use super::workspace::Leftovers;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::Outcome;
+use hdrhistogram::Histogram;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The events of the OCC model.
@@ -59,7 +61,9 @@ struct OccModel {
     starts: StartTimes,
 }
 
-/// Runs one replication of an OCC experiment (closed workloads only; validated).
+/// Runs one replication of an OCC experiment (closed workloads only; validated). `queue`
+/// and `latency` as for [`super::queue_model::run`].
+#[allow(clippy::too_many_arguments)]
 pub fn run<Q: EventQueue<Ev>>(
     workload: &Workload,
     net: Network,
@@ -67,8 +71,10 @@ pub fn run<Q: EventQueue<Ev>>(
     run_seed: u64,
     horizon: Instant,
     series: TimeSeries,
-) -> RunMetrics {
-    let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
+    queue: Q,
+    latency: Histogram<u64>,
+) -> (RunMetrics, Q, Leftovers) {
+    let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
     let mut arrivals = stream(run_seed, Stream::Arrivals);
     let mut starts = match *workload {
         Workload::Closed { clients: n, ramp, .. } => StartTimes::new(n, ramp),
@@ -77,10 +83,17 @@ pub fn run<Q: EventQueue<Ev>>(
     if let Some((client, at)) = starts.next(&mut arrivals) {
         sched.schedule_at(at, Ev::FirstStart { client });
     }
-    let mut model =
-        OccModel { clients, rec: RunRecorder::new(false, series), net, version: 0, arrivals, starts };
+    let mut model = OccModel {
+        clients,
+        rec: RunRecorder::with_histogram(false, series, latency),
+        net,
+        version: 0,
+        arrivals,
+        starts,
+    };
     engine::run(&mut model, &mut sched, horizon);
-    model.clients.finish(model.rec, sched.processed(), None, horizon)
+    let (metrics, left) = model.clients.finish(model.rec, sched.processed(), None, horizon);
+    (metrics, sched.into_queue(), left)
 }
 
 impl Model for OccModel {

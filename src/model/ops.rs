@@ -25,6 +25,7 @@ pub struct Op {
     pub refs: u32,
     /// When the latest attempt was sent, in microseconds after `started` (saturating at about
     /// 71 minutes): the attempt's latency for breakers' slow calls, at microsecond precision.
+    /// Kept only when the client has controls (the only readers).
     pub sent_us: u32,
     pub ended: bool,
     /// The client waits for the answer to attempt number `attempts` (not: backing off, or
@@ -69,10 +70,9 @@ impl Op {
         }
     }
 
-    /// Records that the attempt just counted in `attempts` was sent at `now`.
+    /// Records when the attempt just counted in `attempts` was sent (`now`).
     #[inline]
-    pub fn sent(&mut self, now: Instant) {
-        self.waiting = true;
+    pub fn note_sent(&mut self, now: Instant) {
         self.sent_us = (now.since(self.started).as_ns() / 1_000).min(u32::MAX as u64) as u32;
     }
 
@@ -98,6 +98,16 @@ impl OpTable {
     /// (operation ids for idempotency keys, backoff resets).
     pub fn with_capacity(n: usize, with_extra: bool) -> OpTable {
         OpTable { slots: Vec::with_capacity(n), extra: Vec::new(), with_extra, free: Vec::new() }
+    }
+
+    /// Empties the table for another run, keeping its memory: afterwards it hands out slots
+    /// exactly as a new [`OpTable::with_capacity`]`(n, with_extra)` would.
+    pub fn reset(&mut self, n: usize, with_extra: bool) {
+        self.slots.clear();
+        self.slots.reserve(n);
+        self.extra.clear();
+        self.with_extra = with_extra;
+        self.free.clear();
     }
 
     /// Stores a new operation and returns its slot.

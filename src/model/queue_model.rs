@@ -18,6 +18,7 @@ use super::server::idempotency::{KeyMode, KeyTag};
 use super::server::workers::Next;
 use super::server::{Arrival, Reply, Request, Server};
 use super::workload::{OpenArrivals, StartTimes, Workload};
+use super::workspace::Leftovers;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::experiment::QueueServerSpec;
@@ -25,6 +26,7 @@ use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::Outcome;
 use crate::policy::uniform::u01;
+use hdrhistogram::Histogram;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// What an event is; the meaning of [`Ev`]'s fields depends on it.
@@ -139,6 +141,8 @@ struct QueueModel {
 }
 
 /// Runs one replication of a queue-server experiment; the clients' attempts carry `keys`.
+/// `queue` (empty) and `latency` (an empty histogram) may come from an earlier run; they are
+/// handed back with the op table for the next.
 #[allow(clippy::too_many_arguments)]
 pub fn run<Q: EventQueue<Ev>>(
     spec: &QueueServerSpec,
@@ -150,18 +154,20 @@ pub fn run<Q: EventQueue<Ev>>(
     run_seed: u64,
     horizon: Instant,
     series: TimeSeries,
-) -> RunMetrics {
+    queue: Q,
+    latency: Histogram<u64>,
+) -> (RunMetrics, Q, Leftovers) {
     let server = Server::new(spec, run_seed);
     let server_keeps_keys = server.keeps_keys();
     let fault_span = server.fault_span(horizon);
-    let mut sched: Scheduler<Ev, Q> = Scheduler::new(Q::default());
+    let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
     for at in server.capacity_restorations() {
         sched.schedule_at(at, Ev::CAPACITY_RESTORED);
     }
     let mut model = QueueModel {
         clients,
         server,
-        rec: RunRecorder::new(fault_span.is_some(), series),
+        rec: RunRecorder::with_histogram(fault_span.is_some(), series, latency),
         instant_net: net.is_instant(),
         net,
         keys: if server_keeps_keys { keys } else { KeyMode::None },
@@ -187,7 +193,8 @@ pub fn run<Q: EventQueue<Ev>>(
     }
     engine::run(&mut model, &mut sched, horizon);
     model.rec.keys_peak(model.server.keys_peak());
-    model.clients.finish(model.rec, sched.processed(), fault_span, horizon)
+    let (metrics, left) = model.clients.finish(model.rec, sched.processed(), fault_span, horizon);
+    (metrics, sched.into_queue(), left)
 }
 
 impl Model for QueueModel {
@@ -409,7 +416,10 @@ impl QueueModel {
     }
 
     /// Sends an answer back to the client over the response hop (it may be lost).
-    #[inline]
+    // Always inlined, like `answer`: on the thundering herd this took the event loop from 731
+    // to 686 instructions per event, 2-3 % faster. `failed` stays a call: inlining it as well
+    // added instructions and gained nothing measurable.
+    #[inline(always)]
     fn respond_to_client<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         let Some(delay) = self.net.response() else {
             return self.clients.ops.release(req.op);
@@ -424,6 +434,7 @@ impl QueueModel {
 
     /// An answer reaches the client; a late answer (the client gave up on that attempt) is
     /// ignored.
+    #[inline(always)]
     fn answer<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         if !self.clients.is_waiting(op, attempt) {
             return;

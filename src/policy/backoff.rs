@@ -120,11 +120,16 @@ fn exponent(k: u32) -> i32 {
     (k - 1).min(i32::MAX as u32) as i32
 }
 
-/// `multiplier^(k-1)`. The common multiplier 2 is a shift: exact like `powi`, without its
-/// library loop.
+/// `multiplier^(k-1)`. For the common multiplier 2 the power is written straight into the
+/// float's exponent bits (`2^(k-1)` for `k - 1 <= 1023`): exact like `powi`, without its
+/// library loop or an integer-to-float conversion.
 #[inline]
 fn growth(multiplier: f64, k: u32) -> f64 {
-    if multiplier == 2.0 && k <= 64 { (1u64 << (k - 1)) as f64 } else { multiplier.powi(exponent(k)) }
+    if multiplier == 2.0 && k <= 1024 {
+        f64::from_bits((1022 + k as u64) << 52)
+    } else {
+        multiplier.powi(exponent(k))
+    }
 }
 
 /// `v = min(cap, base * multiplier^(k-1))`.
