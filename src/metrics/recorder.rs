@@ -106,6 +106,9 @@ pub struct RunRecorder {
     calls_per_ms: Box<[u64; WINDOW_MS]>,
     /// The millisecond of the newest call, and the calls in the window ending with it.
     last_ms: u64,
+    /// The end of millisecond `last_ms` and its slot in `calls_per_ms`.
+    last_ms_end: Instant,
+    last_ms_slot: usize,
     window_calls: u64,
     peak_calls_per_s: u64,
     /// What became of the operations started in each second (the recovery analysis); kept
@@ -154,6 +157,8 @@ impl RunRecorder {
             in_server_area_at_end: 0,
             calls_per_ms: Box::new([0; WINDOW_MS]),
             last_ms: 0,
+            last_ms_end: Instant::from_ns(1_000_000),
+            last_ms_slot: 0,
             window_calls: 0,
             peak_calls_per_s: 0,
             by_start_s: Vec::new(),
@@ -190,6 +195,20 @@ impl RunRecorder {
     pub fn call_sent(&mut self, now: Instant) {
         self.calls += 1;
         self.series.count(Count::Offered, now);
+        if now < self.last_ms_end {
+            // Within the millisecond of the last call: nothing slides out.
+            self.calls_per_ms[self.last_ms_slot] += 1;
+        } else {
+            self.slide_window(now);
+        }
+        self.window_calls += 1;
+        self.peak_calls_per_s = self.peak_calls_per_s.max(self.window_calls);
+    }
+
+    /// Moves the calls-per-second window to end at the millisecond of `now` (later than the
+    /// last call's) and counts a call in it.
+    #[inline(never)]
+    fn slide_window(&mut self, now: Instant) {
         let ms = now.as_ns() / 1_000_000;
         // Slide the window to end at `ms`: the milliseconds that fall out are cleared (at most
         // the whole ring, however long the gap since the last call).
@@ -200,9 +219,9 @@ impl RunRecorder {
             *slot = 0;
         }
         self.last_ms = self.last_ms.max(ms);
-        self.calls_per_ms[(ms % WINDOW_MS as u64) as usize] += 1;
-        self.window_calls += 1;
-        self.peak_calls_per_s = self.peak_calls_per_s.max(self.window_calls);
+        self.last_ms_end = Instant::from_ns((self.last_ms + 1) * 1_000_000);
+        self.last_ms_slot = (self.last_ms % WINDOW_MS as u64) as usize;
+        self.calls_per_ms[self.last_ms_slot] += 1;
     }
 
     #[inline]
