@@ -4,45 +4,21 @@
 use assert_cmd::Command;
 use retrysim::engine::rng::run_seed;
 use std::path::{Path, PathBuf};
+use support::Table;
+
+mod support;
 
 fn retrysim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_retrysim"))
 }
 
 fn experiment(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments").join(name)
+    support::experiment_file(name)
 }
 
 fn stdout(cmd: &mut Command) -> String {
     let out = cmd.assert().success().get_output().clone();
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// A CSV file as (header, rows).
-struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    fn read(path: &Path) -> Table {
-        let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let header = r.headers().unwrap().iter().map(String::from).collect();
-        let rows = r.records().map(|rec| rec.unwrap().iter().map(String::from).collect()).collect();
-        Table { header, rows }
-    }
-
-    fn col(&self, name: &str) -> usize {
-        self.header
-            .iter()
-            .position(|h| h == name)
-            .unwrap_or_else(|| panic!("no column {name} in {:?}", self.header))
-    }
-
-    fn column(&self, name: &str) -> Vec<&str> {
-        let i = self.col(name);
-        self.rows.iter().map(|r| r[i].as_str()).collect()
-    }
 }
 
 /// retry-storm with a shorter workload, so that each run takes milliseconds.

@@ -4,16 +4,9 @@
 use retrysim::experiment::{self, Experiment, Overrides};
 use retrysim::model::{Calendar, Heap, QueueChoice, Radix};
 use retrysim::sweep::{Results, run_with};
-use std::path::Path;
+use support::shipped;
 
-fn shipped(file: &str, set: &[(&str, &str)]) -> Experiment {
-    let overrides = Overrides {
-        set: set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        ..Default::default()
-    };
-    experiment::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments").join(file), &overrides)
-        .expect("shipped experiments are valid")
-}
+mod support;
 
 /// Timeouts, losses, every fault kind, background errors with and without after-effects,
 /// `drop_expired`, a ramp: every code path of the queue model that schedules events.

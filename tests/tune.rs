@@ -6,41 +6,12 @@
 
 use assert_cmd::Command;
 use retrysim::experiment::{self, Overrides};
-use std::path::Path;
+use support::Table;
+
+mod support;
 
 fn retrysim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_retrysim"))
-}
-
-/// A CSV file as (header, rows).
-struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    fn read(path: &Path) -> Table {
-        let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let header = r.headers().unwrap().iter().map(String::from).collect();
-        let rows = r.records().map(|rec| rec.unwrap().iter().map(String::from).collect()).collect();
-        Table { header, rows }
-    }
-
-    fn col(&self, name: &str) -> usize {
-        self.header
-            .iter()
-            .position(|h| h == name)
-            .unwrap_or_else(|| panic!("no column {name} in {:?}", self.header))
-    }
-
-    fn get<'a>(&self, row: &'a [String], name: &str) -> &'a str {
-        &row[self.col(name)]
-    }
-
-    fn num(&self, row: &[String], name: &str) -> f64 {
-        let cell = self.get(row, name);
-        cell.parse().unwrap_or_else(|_| panic!("{name} = {cell:?} is not a number"))
-    }
 }
 
 /// Background 503s with probability 1/2 (and 0.3 in a second scenario): an operation

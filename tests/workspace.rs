@@ -3,18 +3,12 @@
 //! metrics after any other run on its thread as on a thread of its own.
 
 use retrysim::engine::rng::run_seed;
-use retrysim::experiment::{self, Experiment, Overrides};
+use retrysim::experiment::Experiment;
 use retrysim::metrics::RunMetrics;
 use retrysim::model::{Calendar, Heap, simulate, simulate_with};
-use std::path::Path;
+use support::shipped;
 
-fn shipped(file: &str) -> Experiment {
-    experiment::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments").join(file),
-        &Overrides::default(),
-    )
-    .expect("shipped experiments are valid")
-}
+mod support;
 
 /// Run `run` of every strategy at every point of `exp`, on the calling thread.
 fn every_cell(exp: &Experiment, run: u64) -> Vec<RunMetrics> {
@@ -36,10 +30,10 @@ fn fresh(exp: &Experiment, run: u64) -> Vec<RunMetrics> {
 fn a_run_after_others_on_its_thread_gives_what_it_gives_alone() {
     // Different shapes in turn: a herd (big queue and table), layered gateways, idempotency
     // keys (a table with per-operation ids), the OCC server (another queue type), and back.
-    let herd = shipped("herd-10k.toml");
-    let layered = shipped("layered-retries.toml");
-    let payments = shipped("payment-outage.toml");
-    let aws = shipped("aws-2015-jitter.toml");
+    let herd = shipped("herd-10k.toml", &[]);
+    let layered = shipped("layered-retries.toml", &[]);
+    let payments = shipped("payment-outage.toml", &[]);
+    let aws = shipped("aws-2015-jitter.toml", &[]);
     let alone = [fresh(&herd, 0), fresh(&layered, 0), fresh(&payments, 0), fresh(&aws, 3)];
     std::thread::scope(|s| {
         s.spawn(|| {

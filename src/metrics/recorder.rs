@@ -104,9 +104,8 @@ pub struct RunRecorder {
     /// 1 s window at 1 ms resolution, so `peak_offered_rps` is the most calls in any 1 s
     /// window (not only whole seconds) in 8 KB, whatever the call rate.
     calls_per_ms: Box<[u64; WINDOW_MS]>,
-    /// The millisecond of the newest call, and the calls in the window ending with it.
-    last_ms: u64,
-    /// The end of millisecond `last_ms` and its slot in `calls_per_ms`.
+    /// The end of the millisecond of the newest call, that millisecond's slot in
+    /// `calls_per_ms`, and the calls in the window ending with it.
     last_ms_end: Instant,
     last_ms_slot: usize,
     window_calls: u64,
@@ -121,14 +120,9 @@ pub struct RunRecorder {
 impl RunRecorder {
     /// `track_recovery`: whether the run has faults (otherwise recovery is 0 by definition and
     /// the per-second success buckets are not kept); `series`: the buckets over time to fill
-    /// ([`TimeSeries::none`] to keep none).
-    pub fn new(track_recovery: bool, series: TimeSeries) -> RunRecorder {
-        RunRecorder::with_histogram(track_recovery, series, latency_histogram())
-    }
-
-    /// [`RunRecorder::new`] recording latencies into `latency`, which must be empty (a
-    /// [`latency_histogram`], or one a run handed back, reset).
-    pub fn with_histogram(track_recovery: bool, series: TimeSeries, latency: Histogram<u64>) -> RunRecorder {
+    /// ([`TimeSeries::none`] to keep none); `latency`: the histogram to record latencies
+    /// into, empty (a new [`latency_histogram`], or one an earlier run handed back, reset).
+    pub fn new(track_recovery: bool, series: TimeSeries, latency: Histogram<u64>) -> RunRecorder {
         debug_assert!(latency.is_empty());
         RunRecorder {
             ops: 0,
@@ -156,7 +150,6 @@ impl RunRecorder {
             in_server_since: Instant::ZERO,
             in_server_area_at_end: 0,
             calls_per_ms: Box::new([0; WINDOW_MS]),
-            last_ms: 0,
             last_ms_end: Instant::from_ns(1_000_000),
             last_ms_slot: 0,
             window_calls: 0,
@@ -212,15 +205,14 @@ impl RunRecorder {
         let ms = now.as_ns() / 1_000_000;
         // Slide the window to end at `ms`: the milliseconds that fall out are cleared (at most
         // the whole ring, however long the gap since the last call).
-        let first_stale = self.last_ms + 1;
+        let first_stale = self.last_ms_end.as_ns() / 1_000_000;
         for old in first_stale..=ms.min(first_stale + WINDOW_MS as u64 - 1) {
             let slot = &mut self.calls_per_ms[(old % WINDOW_MS as u64) as usize];
             self.window_calls -= *slot;
             *slot = 0;
         }
-        self.last_ms = self.last_ms.max(ms);
-        self.last_ms_end = Instant::from_ns((self.last_ms + 1) * 1_000_000);
-        self.last_ms_slot = (self.last_ms % WINDOW_MS as u64) as usize;
+        self.last_ms_end = Instant::from_ns((ms + 1).saturating_mul(1_000_000));
+        self.last_ms_slot = (ms % WINDOW_MS as u64) as usize;
         self.calls_per_ms[self.last_ms_slot] += 1;
     }
 
@@ -366,14 +358,10 @@ impl RunRecorder {
         }
     }
 
-    /// Closes the run. `faults` spans the faults that start before the horizon (None without
-    /// any); `horizon` bounds the recovery analysis.
-    pub fn finish(self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
-        self.finish_keeping_histogram(events, faults, horizon).0
-    }
-
-    /// [`RunRecorder::finish`], handing the latency histogram back for another run.
-    pub fn finish_keeping_histogram(
+    /// Closes the run, handing the latency histogram back for another run. `faults` spans the
+    /// faults that start before the horizon (None without any); `horizon` bounds the recovery
+    /// analysis.
+    pub fn finish(
         mut self,
         events: u64,
         faults: Option<FaultSpan>,
@@ -434,6 +422,17 @@ pub fn latency_histogram() -> Histogram<u64> {
 mod tests {
     use super::*;
 
+    fn recorder(track_recovery: bool) -> RunRecorder {
+        RunRecorder::new(track_recovery, TimeSeries::none(), latency_histogram())
+    }
+
+    impl RunRecorder {
+        /// [`RunRecorder::finish`]'s metrics.
+        fn metrics(self, events: u64, faults: Option<FaultSpan>, horizon: Instant) -> RunMetrics {
+            self.finish(events, faults, horizon).0
+        }
+    }
+
     const S: u64 = 1_000_000_000;
 
     fn t(ns: u64) -> Instant {
@@ -442,7 +441,7 @@ mod tests {
 
     #[test]
     fn counts_and_rates() {
-        let mut r = RunRecorder::new(false, TimeSeries::none());
+        let mut r = recorder(false);
         for i in 0..4 {
             r.op_started(t(i));
             r.call_sent(t(i));
@@ -455,7 +454,7 @@ mod tests {
         r.side_effect(1, t(0));
         r.side_effect(2, t(0));
         r.side_effect(3, t(0));
-        let m = r.finish(99, None, t(10 * S));
+        let m = r.metrics(99, None, t(10 * S));
         assert_eq!((m.ops, m.succeeded, m.failed), (4, 2, 2));
         assert_eq!(m.failed_by[FailReason::Exhausted as usize], 1);
         assert_eq!(m.failed_by[FailReason::Unfinished as usize], 1);
@@ -479,7 +478,7 @@ mod tests {
     /// over the makespan.
     #[test]
     fn means_waits_and_the_level_integral() {
-        let mut r = RunRecorder::new(false, TimeSeries::none());
+        let mut r = recorder(false);
         // Two requests: one started at once at 0, one queued at 1 s and started at 3 s.
         r.op_started(t(0));
         r.accepted(t(0), false);
@@ -496,7 +495,7 @@ mod tests {
         // Work after the last operation ended is not in the makespan's integral.
         r.levels(t(5 * S), 1, 0);
         r.levels(t(9 * S), 0, 0);
-        let m = r.finish(0, None, t(10 * S));
+        let m = r.metrics(0, None, t(10 * S));
         assert_eq!((m.latency_min_s, m.latency_mean_s, m.latency_max_s), (3.0, 3.0, 3.0));
         assert_eq!(m.wait_mean_s, 1.0, "waits 0 and 2 s");
         assert_eq!(m.queued_fraction, 0.5);
@@ -504,7 +503,7 @@ mod tests {
         assert_eq!(m.completion_time_s, 4.0);
         assert_eq!(m.in_server_mean, 1.5);
         // Nothing ended: zeros, not NaN.
-        let m = RunRecorder::new(false, TimeSeries::none()).finish(0, None, t(S));
+        let m = recorder(false).metrics(0, None, t(S));
         assert_eq!(
             (m.latency_min_s, m.latency_mean_s, m.wait_mean_s, m.queued_fraction, m.in_server_mean),
             (0.0, 0.0, 0.0, 0.0, 0.0)
@@ -513,10 +512,10 @@ mod tests {
 
     #[test]
     fn the_maximum_latency_is_exact() {
-        let mut r = RunRecorder::new(false, TimeSeries::none());
+        let mut r = recorder(false);
         r.op_started(t(0));
         r.op_succeeded(t(0), 1, t(11 * S));
-        let m = r.finish(0, None, t(20 * S));
+        let m = r.metrics(0, None, t(20 * S));
         assert_eq!(m.latency_max_s, 11.0);
         // The histogram's bucket top is 11.0059 s; no percentile is above the maximum.
         assert_eq!((m.latency_p50_s, m.latency_p99_s), (11.0, 11.0));
@@ -524,21 +523,21 @@ mod tests {
 
     #[test]
     fn peak_rps_is_over_any_one_second_window() {
-        let mut r = RunRecorder::new(false, TimeSeries::none());
+        let mut r = recorder(false);
         // 600 calls in [0.5 s, 1 s) and 600 in [1 s, 1.5 s): no whole second sees more than
         // 600, but the window [0.5 s, 1.5 s) sees all 1200.
         for i in 0..1200u64 {
             r.call_sent(t(S / 2 + i * (S / 1200)));
         }
-        assert_eq!(r.finish(0, None, t(2 * S)).peak_offered_rps, 1200);
-        let mut r = RunRecorder::new(false, TimeSeries::none());
+        assert_eq!(r.metrics(0, None, t(2 * S)).peak_offered_rps, 1200);
+        let mut r = recorder(false);
         // One call every 10 ms for 10 s: 100 per second in any window.
         for i in 0..1000u64 {
             r.call_sent(t(i * 10_000_000));
         }
-        assert_eq!(r.finish(0, None, t(20 * S)).peak_offered_rps, 100);
+        assert_eq!(r.metrics(0, None, t(20 * S)).peak_offered_rps, 100);
         // A burst, a long gap, a burst: the window forgets the first one.
-        let mut r = RunRecorder::new(false, TimeSeries::none());
+        let mut r = recorder(false);
         for i in 0..50u64 {
             r.call_sent(t(i));
         }
@@ -546,7 +545,7 @@ mod tests {
             r.call_sent(t(3600 * S + i));
         }
         r.call_sent(t(3600 * S + S / 2));
-        assert_eq!(r.finish(0, None, t(7200 * S)).peak_offered_rps, 51);
+        assert_eq!(r.metrics(0, None, t(7200 * S)).peak_offered_rps, 51);
     }
 
     /// The recorder feeds the recovery analysis what happened to each second's operations:
@@ -554,7 +553,7 @@ mod tests {
     #[test]
     fn buckets_by_start_second_feed_the_recovery_analysis() {
         let run = |sick_from: u64, sick_to: u64| {
-            let mut r = RunRecorder::new(true, TimeSeries::none());
+            let mut r = recorder(true);
             for s in 0..40u64 {
                 for i in 0..10 {
                     let at = s * S + i * (S / 10);
@@ -567,14 +566,14 @@ mod tests {
                     }
                 }
             }
-            r.finish(0, Some(FaultSpan { first_start: t(10 * S), last_end: t(15 * S) }), t(60 * S))
+            r.metrics(0, Some(FaultSpan { first_start: t(10 * S), last_end: t(15 * S) }), t(60 * S))
         };
         let m = run(10, 20);
         assert_eq!((m.recovery_time_s, m.metastable), (Some(5.0), Some(false)));
         let m = run(10, 40);
         assert_eq!((m.recovery_time_s, m.metastable), (None, Some(true)));
         // Operations still pending at the horizon make their bucket unhealthy.
-        let mut r = RunRecorder::new(true, TimeSeries::none());
+        let mut r = recorder(true);
         for s in 0..40u64 {
             r.op_started(t(s * S));
             if !(10..16).contains(&s) {
@@ -583,7 +582,7 @@ mod tests {
                 r.unfinished(t(s * S), 1, t(60 * S));
             }
         }
-        let m = r.finish(0, Some(FaultSpan { first_start: t(10 * S), last_end: t(12 * S) }), t(60 * S));
+        let m = r.metrics(0, Some(FaultSpan { first_start: t(10 * S), last_end: t(12 * S) }), t(60 * S));
         assert_eq!((m.recovery_time_s, m.metastable), (Some(4.0), Some(false)));
     }
 }

@@ -266,7 +266,7 @@ impl Clients {
                 rec.failed_but_applied();
             }
         }
-        let (metrics, latency) = rec.finish_keeping_histogram(events, faults, horizon);
+        let (metrics, latency) = rec.finish(events, faults, horizon);
         (metrics, Leftovers { ops: self.ops, latency })
     }
 

@@ -85,7 +85,7 @@ pub fn run<Q: EventQueue<Ev>>(
     }
     let mut model = OccModel {
         clients,
-        rec: RunRecorder::with_histogram(false, series, latency),
+        rec: RunRecorder::new(false, series, latency),
         net,
         version: 0,
         arrivals,

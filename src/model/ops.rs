@@ -94,14 +94,9 @@ pub struct OpTable {
 }
 
 impl OpTable {
-    /// A table for about `n` live operations; `with_extra`: keep an [`OpExtra`] per slot
-    /// (operation ids for idempotency keys, backoff resets).
-    pub fn with_capacity(n: usize, with_extra: bool) -> OpTable {
-        OpTable { slots: Vec::with_capacity(n), extra: Vec::new(), with_extra, free: Vec::new() }
-    }
-
-    /// Empties the table for another run, keeping its memory: afterwards it hands out slots
-    /// exactly as a new [`OpTable::with_capacity`]`(n, with_extra)` would.
+    /// Empties the table (a new one, or one a run used before: its memory is kept) for a run
+    /// with about `n` live operations; `with_extra`: keep an [`OpExtra`] per slot (operation
+    /// ids for idempotency keys, backoff resets). Slots are then handed out as by a new table.
     pub fn reset(&mut self, n: usize, with_extra: bool) {
         self.slots.clear();
         self.slots.reserve(n);
@@ -231,7 +226,8 @@ mod tests {
 
     #[test]
     fn ids_are_unique_across_slot_reuse() {
-        let mut t = OpTable::with_capacity(1, true);
+        let mut t = OpTable::default();
+        t.reset(1, true);
         let mut ids = Vec::new();
         for _ in 0..100 {
             let s = t.insert(op());

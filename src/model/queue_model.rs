@@ -167,7 +167,7 @@ pub fn run<Q: EventQueue<Ev>>(
     let mut model = QueueModel {
         clients,
         server,
-        rec: RunRecorder::with_histogram(fault_span.is_some(), series, latency),
+        rec: RunRecorder::new(fault_span.is_some(), series, latency),
         instant_net: net.is_instant(),
         net,
         keys: if server_keeps_keys { keys } else { KeyMode::None },
