@@ -12,7 +12,12 @@
 //!    the bucket, position) rather than the entries; plus a small binary heap (`late`) for
 //!    events scheduled into the window after it was sorted;
 //! 3. a *ring* of `RING` buckets of width `2^shift` ns covering `[window_end, overflow_start)`;
-//!    when the window runs dry, the next non-empty bucket becomes the window;
+//!    when the window runs dry, the next non-empty bucket becomes the window. A push does
+//!    not go into its bucket at once: it is written to the back of an `incoming` list, and
+//!    the list is spread over the buckets, in scheduling order, just before the window is
+//!    refilled (a push then writes to the same few cache lines every time, and the random
+//!    buckets' lists are loaded a few dozen at a time, overlapping, rather than one per
+//!    event);
 //! 4. an unsorted *overflow* list for everything at or after `overflow_start`. When the ring
 //!    runs dry, the bucket width is re-chosen from the overflow's span and count (about
 //!    `TARGET_PER_BUCKET` events per bucket) and the overflow is spread over a fresh ring.
@@ -272,6 +277,12 @@ pub struct CalendarQueue<E> {
     counts: Vec<u32>,
     /// Events scheduled into the current window after it was sorted.
     late: BinaryHeap<Late<E>>,
+    /// Events for the ring, in scheduling order, not yet put in their buckets: a push writes
+    /// them here, one after another, and they are spread over the ring when the window runs
+    /// dry (`spread_incoming`). A push straight into a random bucket waited for that bucket's
+    /// list and tail slot to come into the cache, one event at a time; spread together, the
+    /// loads of a few dozen buckets overlap.
+    incoming: Vec<Entry<E>>,
     /// Every event in the window or `late` is before this time; every event in the ring or
     /// the overflow is at or after it, and after `now`.
     window_end: Nanos,
@@ -310,6 +321,7 @@ impl<E> Default for CalendarQueue<E> {
             scratch: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
             counts: Vec::with_capacity(4 * TARGET_PER_BUCKET as usize + 1),
             late: BinaryHeap::with_capacity(64),
+            incoming: Vec::with_capacity(8 * TARGET_PER_BUCKET as usize),
             window_end: 0,
             shift: 0,
             ring: Box::new([List::EMPTY; RING as usize]),
@@ -402,6 +414,21 @@ impl<E: Copy> CalendarQueue<E> {
         }
     }
 
+    /// Puts the events pushed since the last call into their ring buckets, in scheduling
+    /// order (so each bucket stays in scheduling order). Every event in `incoming` was at or
+    /// after `window_end` and before `overflow_start` when pushed, and both only move in
+    /// `advance` and `rewindow_if_too_wide` (through `take_bucket` and `rebuild`), which
+    /// call this first.
+    #[inline]
+    fn spread_incoming(&mut self) {
+        let incoming = std::mem::take(&mut self.incoming);
+        for &e in &incoming {
+            self.place_in_ring(e);
+        }
+        self.incoming = incoming;
+        self.incoming.clear();
+    }
+
     #[inline(always)]
     fn place_in_ring(&mut self, e: Entry<E>) {
         let i = ((e.time >> self.shift) % RING) as usize;
@@ -429,6 +456,7 @@ impl<E: Copy> CalendarQueue<E> {
     /// the ring is empty). Called only when the window and `late` are empty.
     #[inline(never)]
     fn advance(&mut self) {
+        self.spread_incoming();
         loop {
             if let Some(i) = self.first_occupied() {
                 return self.take_bucket(i);
@@ -560,6 +588,7 @@ impl<E: Copy> CalendarQueue<E> {
     fn rewindow_if_too_wide(&mut self) {
         match self.pace_width() {
             Some(pace) if Self::shift_for(pace) < self.shift => {
+                self.spread_incoming();
                 // The overflow's list must keep two events of the same time in scheduling
                 // order. The tiers hold disjoint times (window and `late` before the ring,
                 // the ring's buckets apart, the overflow after), and within each tier the
@@ -728,7 +757,7 @@ impl<E: Copy> EventQueue<E> for CalendarQueue<E> {
         if time == self.now {
             self.now_list.push_back(event);
         } else if time >= self.window_end && time < self.overflow_start {
-            self.place_in_ring(Entry { time, event });
+            self.incoming.push(Entry { time, event });
         } else {
             self.push_late_or_far(time, seq, event);
         }
@@ -766,6 +795,7 @@ impl<E: Copy> EventQueue<E> for CalendarQueue<E> {
         self.window.clear();
         self.cursor = 0;
         self.late.clear();
+        self.incoming.clear();
         self.window_end = 0;
         self.shift = 0;
         for (w, word) in self.occupied.iter_mut().enumerate() {
