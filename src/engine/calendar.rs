@@ -120,8 +120,8 @@ impl<E> Ord for Late<E> {
 
 /// A list of entries in scheduling order: a chain of pool chunks, all full but the last. The
 /// chain is a ring (the last chunk's `next` is the first), so a list is 8 bytes, not 12: the
-/// ring of buckets then takes 32 KB and stays in the L1 cache, where the bucket a push lands
-/// in is found.
+/// ring of buckets then takes 32 KB, and more of it stays in the cache when the incoming
+/// events are spread over it.
 #[derive(Clone, Copy)]
 struct List {
     tail: u32,
