@@ -1,8 +1,10 @@
 //! The optimised event queues give exactly the results of the reference binary heap: same
-//! events in the same order, so identical metrics and identical CSV bytes.
+//! events in the same order, so identical metrics and identical CSV bytes. And the queue
+//! model's copy compiled for plain runs gives exactly the results of the copy that tests every
+//! feature.
 
 use retrysim::experiment::{self, Experiment, Overrides};
-use retrysim::model::{Calendar, Heap, QueueChoice, Radix};
+use retrysim::model::{Calendar, CalendarChecked, Heap, QueueChoice, Radix, is_plain_run};
 use retrysim::sweep::{Results, run_with};
 use support::shipped;
 
@@ -80,12 +82,16 @@ fn csv(exp: &Experiment, r: &Results) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn assert_same_as_heap<C: QueueChoice>(exp: &Experiment) {
-    let reference = run_with::<Heap>(exp, &|_| {});
+fn assert_same<R: QueueChoice, C: QueueChoice>(exp: &Experiment) {
+    let reference = run_with::<R>(exp, &|_| {});
     let candidate = run_with::<C>(exp, &|_| {});
-    assert_eq!(reference.runs, candidate.runs, "{}: metrics differ from the binary heap's", exp.name);
+    assert_eq!(reference.runs, candidate.runs, "{}: metrics differ", exp.name);
     assert_eq!(csv(exp, &reference), csv(exp, &candidate), "{}: CSV bytes differ", exp.name);
     assert!(reference.events() > 0);
+}
+
+fn assert_same_as_heap<C: QueueChoice>(exp: &Experiment) {
+    assert_same::<Heap, C>(exp)
 }
 
 fn experiments() -> Vec<Experiment> {
@@ -117,4 +123,52 @@ fn radix_heap_matches_the_binary_heap() {
     for exp in experiments() {
         assert_same_as_heap::<Radix>(&exp);
     }
+}
+
+/// Plain runs (the herds: no timers, controls, faults or network) take a copy of the queue
+/// model compiled without those features' tests; it must give exactly what the copy with every
+/// test gives.
+#[test]
+fn the_plain_copy_of_the_model_matches_the_checked_copy() {
+    let herds = [
+        shipped("herd-10k.toml", &[("workload.clients", "3000")]),
+        shipped("herd-10k.toml", &[("server.queue", "50"), ("workload.ramp", "200ms")]),
+        shipped(
+            "herd-10k.toml",
+            &[
+                ("workload.ops_per_client", "3"),
+                ("workload.think_time", "20ms"),
+                ("workload.clients", "2000"),
+            ],
+        ),
+    ];
+    for mut exp in herds {
+        let point = &exp.points[0];
+        assert!(is_plain_run(&point.spec, &point.strategies[0]), "{}: the herd is a plain run", exp.name);
+        exp.runs = 2;
+        assert_same::<CalendarChecked, Calendar>(&exp);
+    }
+}
+
+#[test]
+fn runs_with_any_feature_on_are_not_plain() {
+    let with = |key: &str, value: &str| {
+        let exp = shipped("herd-10k.toml", &[(key, value)]);
+        is_plain_run(&exp.points[0].spec, &exp.points[0].strategies[0])
+    };
+    assert!(with("workload.clients", "100"), "the herd itself is plain");
+    for (key, value) in [
+        ("client.timeout", "1s"),
+        ("client.deadline", "5s"),
+        ("client.honor_retry_after", "true"),
+        ("network.latency", "{ dist = \"constant\", value = \"1ms\" }"),
+        ("server.errors", "[{ status = 503, probability = 0.1 }]"),
+        ("server.faults", "[{ kind = \"outage\", start = \"1s\", duration = \"1s\", status = 503 }]"),
+        ("server.rate_limit", "{ rate = 100.0, burst = 20.0 }"),
+    ] {
+        assert!(!with(key, value), "{key} = {value} is a feature: the run is not plain");
+    }
+    // The OCC model has no plain copy.
+    let aws = shipped("aws-2015-jitter.toml", &[]);
+    assert!(!is_plain_run(&aws.points[0].spec, &aws.points[0].strategies[0]));
 }

@@ -370,7 +370,8 @@ impl<E: Copy> CalendarQueue<E> {
     }
 
     /// [`EventQueue::pop_if_at_most`] when the now list or `late` holds events, or the window
-    /// is empty.
+    /// is empty. Out of line, so that the event loop holds only the common case.
+    #[inline(never)]
     fn pop_slow(&mut self, horizon: Nanos) -> Option<(Nanos, E)> {
         if !self.now_list.is_empty() {
             if self.now > horizon {

@@ -106,6 +106,22 @@ impl Span {
         Span((x + 0.5) as u64)
     }
 
+    /// `from_ns_f64(x.clamp(0.0, max_ns))`, for a `max_ns` below 2^62 (a backoff's delays):
+    /// the clamped value plus a half fits an `i64`, so it converts with one truncating
+    /// instruction instead of the saturating `u64` conversion's eleven. NaN, which the clamp
+    /// keeps, gives 0 as in `from_ns_f64`.
+    #[inline(always)]
+    pub fn from_ns_f64_clamped(x: f64, max_ns: f64) -> Span {
+        debug_assert!((0.0..4.6e18).contains(&max_ns));
+        let r = x.clamp(0.0, max_ns) + 0.5;
+        if r >= 0.5 {
+            // SAFETY: `r` is finite and in [0.5, max_ns + 0.5], inside `i64`'s range.
+            Span(unsafe { r.to_int_unchecked::<i64>() } as u64)
+        } else {
+            Span::ZERO
+        }
+    }
+
     /// Seconds as a real number, rounded to the nearest nanosecond.
     pub fn from_secs_f64(s: f64) -> Span {
         Span::from_ns_f64(s * NS_PER_S)
@@ -243,6 +259,29 @@ mod tests {
         assert!(Instant::NEVER.is_never());
         assert_eq!(Span::MAX + Span::from_ns(1), Span::MAX);
         assert_eq!(Span::MAX * 2, Span::MAX);
+    }
+
+    #[test]
+    fn the_clamped_conversion_is_the_clamp_then_the_saturating_one() {
+        let max = 3.1536e18;
+        let mut xs = vec![
+            f64::NAN,
+            f64::INFINITY,
+            -f64::INFINITY,
+            -1.0,
+            -0.4,
+            0.0,
+            0.49,
+            0.5,
+            1.5,
+            2.5,
+            max,
+            max + 1e6,
+        ];
+        xs.extend((0..2000).map(|i| (i as f64 * 0.37).exp() - 1.2));
+        for x in xs {
+            assert_eq!(Span::from_ns_f64_clamped(x, max), Span::from_ns_f64(x.clamp(0.0, max)), "{x}");
+        }
     }
 
     #[test]

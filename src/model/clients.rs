@@ -3,6 +3,11 @@
 //!
 //! The model owns the run's recorder and lends it to each call that measures something, so
 //! that what is counted, and where, is visible at the call.
+//!
+//! The per-attempt methods take `PLAIN`: the model passes `true` when the run is plain
+//! ([`Clients::is_plain`] and the rest of [`super::queue_model`]'s conditions), and the
+//! method is then compiled without the tests of what plain clients never have (controls,
+//! per-operation ids, timers, Retry-After). `false` runs every test.
 
 use super::ops::{Op, OpTable};
 use super::workload::Workload;
@@ -94,10 +99,23 @@ impl Clients {
         Clients { ops, policy, controls: !gate.is_empty(), gate, jitter_root, started: 0, remaining, think }
     }
 
+    /// Whether the clients are plain: no controls, no per-operation ids, and a plain retry
+    /// policy ([`RetryPolicy::is_plain`]).
+    pub fn is_plain(&self) -> bool {
+        !self.controls && !self.ops.has_extra() && self.policy.is_plain()
+    }
+
+    /// Whether the gate has controls to consult (never, compiled for plain clients).
+    #[inline(always)]
+    fn has_controls<const PLAIN: bool>(&self) -> bool {
+        debug_assert!(!PLAIN || !self.controls);
+        !PLAIN && self.controls
+    }
+
     /// Starts an operation of `client` at `now`; returns its slot. The caller sends the first
     /// attempt with [`Clients::send`].
     #[inline]
-    pub fn start(&mut self, client: u32, now: Instant, rec: &mut RunRecorder) -> u32 {
+    pub fn start<const PLAIN: bool>(&mut self, client: u32, now: Instant, rec: &mut RunRecorder) -> u32 {
         // Each operation draws its jitter from its own stream, labelled by its client and an
         // index unique within that client: in a closed workload the number of operations the
         // client has left after this one, in an open one the arrival number. The same
@@ -115,7 +133,7 @@ impl Clients {
             self.jitter_root.map_or(0, |root| derive(derive(root, client as u64), index)),
         );
         rec.op_started(now);
-        if self.controls {
+        if self.has_controls::<PLAIN>() {
             self.gate.op_started(client, now);
         }
         self.ops.insert(Op::new(now, client, self.policy.backoff.initial_state(), jitter))
@@ -124,8 +142,9 @@ impl Clients {
     /// The operation wants to send its next attempt at `now`: the gate admits it (then it is
     /// recorded as a call), holds it back, or refuses it (then the operation ends).
     #[inline]
-    pub fn send(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Sent {
-        if self.controls {
+    pub fn send<const PLAIN: bool>(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Sent {
+        let controls = self.has_controls::<PLAIN>();
+        if controls {
             let op = self.ops.get(slot);
             let paid = std::mem::take(&mut op.wait_paid);
             match self.gate.admit(op.client, now, op.attempts + 1, paid) {
@@ -134,17 +153,20 @@ impl Clients {
                     self.ops.get(slot).wait_paid = true;
                     return Sent::Wait(wait);
                 }
-                Admit::Refuse(reason) => return Sent::Ended(self.end_failed(slot, reason, now, rec)),
+                Admit::Refuse(reason) => {
+                    return Sent::Ended(self.end_failed::<PLAIN>(slot, reason, now, rec));
+                }
             }
         }
         let op = self.ops.get(slot);
         op.attempts += 1;
         op.waiting = true;
-        if self.controls {
+        if controls {
             // Only the controls read when the attempt was sent (slow calls, latencies).
             op.note_sent(now);
         }
-        let a = Attempt { number: op.attempts, gives_up_at: self.policy.gives_up_at(op.started, now) };
+        let gives_up_at = if PLAIN { Instant::NEVER } else { self.policy.gives_up_at(op.started, now) };
+        let a = Attempt { number: op.attempts, gives_up_at };
         rec.call_sent(now);
         Sent::Attempt(a)
     }
@@ -158,14 +180,19 @@ impl Clients {
 
     /// The attempt the client was waiting for succeeded at `now`: the operation succeeded.
     #[inline]
-    pub fn succeed(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Option<NextOp> {
-        if self.controls {
+    pub fn succeed<const PLAIN: bool>(
+        &mut self,
+        slot: u32,
+        now: Instant,
+        rec: &mut RunRecorder,
+    ) -> Option<NextOp> {
+        if self.has_controls::<PLAIN>() {
             self.tell_gate(slot, Outcome::Success, now);
         }
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_succeeded(started, attempts, now);
-        if self.controls {
+        if self.has_controls::<PLAIN>() {
             let last_cost = self.ops.get(slot).last_cost;
             self.gate.op_ended(client, true, last_cost);
         }
@@ -176,7 +203,7 @@ impl Clients {
     /// The attempt the client was waiting for failed with `outcome` (and the server's
     /// Retry-After, if any) at `now`: retry, or end.
     #[inline]
-    pub fn fail(
+    pub fn fail<const PLAIN: bool>(
         &mut self,
         slot: u32,
         outcome: Outcome,
@@ -184,10 +211,10 @@ impl Clients {
         now: Instant,
         rec: &mut RunRecorder,
     ) -> AfterFailure {
-        if self.controls {
+        if self.has_controls::<PLAIN>() {
             self.tell_gate(slot, outcome, now);
         }
-        let backoff_from = if self.ops.has_extra() { self.ops.extra(slot).backoff_from } else { 0 };
+        let backoff_from = if !PLAIN && self.ops.has_extra() { self.ops.extra(slot).backoff_from } else { 0 };
         let op = self.ops.get(slot);
         op.waiting = false;
         let failed = FailedAttempt {
@@ -198,7 +225,11 @@ impl Clients {
             now,
             retry_after,
         };
-        let decision = if self.controls {
+        let decision = if PLAIN {
+            // Plain: no controls, and the decision is compiled without the timer and
+            // Retry-After steps.
+            self.policy.after_failure_plain(&failed, &mut op.backoff, &mut (), &mut op.jitter)
+        } else if self.controls {
             let mut controls = self.gate.client(op.client, &mut op.last_cost);
             self.policy.after_failure(&failed, &mut op.backoff, &mut controls, &mut op.jitter)
         } else {
@@ -214,7 +245,7 @@ impl Clients {
                 }
                 AfterFailure::Retry(delay)
             }
-            Decision::Stop(reason) => AfterFailure::Ended(self.end_failed(slot, reason, now, rec)),
+            Decision::Stop(reason) => AfterFailure::Ended(self.end_failed::<PLAIN>(slot, reason, now, rec)),
         }
     }
 
@@ -229,7 +260,7 @@ impl Clients {
         self.gate.answered(client, &a);
     }
 
-    fn end_failed(
+    fn end_failed<const PLAIN: bool>(
         &mut self,
         slot: u32,
         reason: FailReason,
@@ -244,7 +275,7 @@ impl Clients {
         if op.executions > 0 {
             rec.failed_but_applied();
         }
-        if self.controls {
+        if self.has_controls::<PLAIN>() {
             self.gate.op_ended(client, false, CostClass::NONE);
         }
         self.ops.end(slot);

@@ -23,10 +23,14 @@ use network::Network;
 use workload::Workload;
 use workspace::Workspace;
 
-/// Which event queue implementation a run uses; results are identical for all of them.
+/// How a run is executed: which event queue implementation it uses, and whether a plain run
+/// takes the queue model's copy compiled for plain runs ([`queue_model`]'s docs). Results are
+/// identical for every choice (`tests/queue_equivalence.rs`).
 pub trait QueueChoice: 'static {
     type Occ: EventQueue<occ_model::Ev> + 'static;
     type Queue: EventQueue<queue_model::Ev> + 'static;
+    /// `false` makes every run take the copy that tests each feature.
+    const PLAIN_COPY: bool = true;
 }
 
 /// The reference binary heap.
@@ -50,12 +54,44 @@ impl QueueChoice for Calendar {
     type Queue = CalendarQueue<queue_model::Ev>;
 }
 
+/// The calendar queue, with plain runs on the queue model's checked copy: only to check that
+/// the two copies agree.
+pub struct CalendarChecked;
+impl QueueChoice for CalendarChecked {
+    type Occ = CalendarQueue<occ_model::Ev>;
+    type Queue = CalendarQueue<queue_model::Ev>;
+    const PLAIN_COPY: bool = false;
+}
+
 /// The queue used by default.
 pub type DefaultQueue = Calendar;
 
 /// One replication: `strategy` at the point `spec`, with the run's master seed.
 pub fn simulate(spec: &ExperimentSpec, strategy: &Strategy, run_seed: u64) -> RunMetrics {
     simulate_with::<DefaultQueue>(spec, strategy, run_seed)
+}
+
+/// Whether a run of `strategy` at `spec` is plain, and takes the queue model's copy compiled
+/// for plain runs ([`queue_model`]'s docs).
+pub fn is_plain_run(spec: &ExperimentSpec, strategy: &Strategy) -> bool {
+    let ServerSpec::Queue(q) = &spec.server else { return false };
+    let workload = Workload::from_spec(&spec.workload);
+    let clients = clients(&workload, strategy, 0, Default::default());
+    let net = Network::new(&spec.network, stream(0, Stream::Network));
+    let server = server::Server::new(q, 0);
+    queue_model::is_plain(&clients, &net, &server, !strategy.policy.layers.is_empty())
+}
+
+/// The clients of a run of `strategy`, with `ops` (a table to reuse, or a new one).
+fn clients(workload: &Workload, strategy: &Strategy, run_seed: u64, ops: ops::OpTable) -> Clients {
+    Clients::new(
+        workload,
+        build::retry_policy(strategy),
+        build::gate(strategy, workload.clients(), run_seed),
+        run_seed,
+        strategy.policy.idempotency != crate::experiment::IdempotencyMode::None,
+        ops,
+    )
 }
 
 /// [`simulate`] with a chosen event queue (for the equivalence test and benchmarks). The run
@@ -68,14 +104,7 @@ pub fn simulate_with<C: QueueChoice>(
     let mut ws = Workspace::<C>::take();
     let workload = Workload::from_spec(&spec.workload);
     let net = Network::new(&spec.network, stream(run_seed, Stream::Network));
-    let clients = Clients::new(
-        &workload,
-        build::retry_policy(strategy),
-        build::gate(strategy, workload.clients(), run_seed),
-        run_seed,
-        strategy.policy.idempotency != crate::experiment::IdempotencyMode::None,
-        ws.ops(),
-    );
+    let clients = clients(&workload, strategy, run_seed, ws.ops());
     let horizon = crate::engine::Instant::ZERO + spec.horizon.span();
     let series = TimeSeries::new(spec.output.bucket.span(), horizon);
     let latency = ws.latency();
@@ -86,6 +115,7 @@ pub fn simulate_with<C: QueueChoice>(
             let gateways = (!layers.is_empty())
                 .then(|| gateway::Gateways::new(layers.iter().map(build::layer_policy).collect(), run_seed));
             let (metrics, queue, left) = queue_model::run(
+                C::PLAIN_COPY,
                 q,
                 &workload,
                 net,

@@ -27,6 +27,11 @@ impl Network {
         }
     }
 
+    /// Whether every hop is instantaneous and lossless.
+    pub fn is_perfect(&self) -> bool {
+        self.perfect
+    }
+
     /// Whether every hop is instantaneous (the model then delivers without an event).
     pub fn is_instant(&self) -> bool {
         self.latency.is_zero()

@@ -120,7 +120,7 @@ impl Model for OccModel {
                 {
                     s.schedule_at(at, Ev::FirstStart { client: next });
                 }
-                let op = self.clients.start(client, now, &mut self.rec);
+                let op = self.clients.start::<false>(client, now, &mut self.rec);
                 let d = self.hop();
                 s.schedule_in(d, Ev::ReadArrive { op });
             }
@@ -131,7 +131,7 @@ impl Model for OccModel {
             Ev::ReadReply { op, version } => {
                 // One call is one write. The OCC resource takes no client-side controls
                 // (validated), so the gate always lets the write through.
-                let sent = self.clients.send(op, now, &mut self.rec);
+                let sent = self.clients.send::<false>(op, now, &mut self.rec);
                 debug_assert!(matches!(sent, Sent::Attempt(_)), "no controls with occ: {sent:?}");
                 let d = self.hop();
                 s.schedule_in(d, Ev::WriteArrive { op, version });
@@ -148,9 +148,9 @@ impl Model for OccModel {
             }
             Ev::WriteReply { op, ok } => {
                 let next = if ok {
-                    self.clients.succeed(op, now, &mut self.rec)
+                    self.clients.succeed::<false>(op, now, &mut self.rec)
                 } else {
-                    match self.clients.fail(op, CONFLICT, None, now, &mut self.rec) {
+                    match self.clients.fail::<false>(op, CONFLICT, None, now, &mut self.rec) {
                         AfterFailure::Retry(backoff) => {
                             let d = self.hop();
                             s.schedule_in(backoff + d, Ev::ReadArrive { op });

@@ -113,7 +113,7 @@ impl Backoff {
                 exponential(base_ns, cap_ns, multiplier, k) * uniform(rng, 1.0 - p, 1.0 + p)
             }
         };
-        Span::from_ns_f64(d.clamp(0.0, MAX_DELAY_NS))
+        Span::from_ns_f64_clamped(d, MAX_DELAY_NS)
     }
 }
 

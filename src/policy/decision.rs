@@ -14,6 +14,11 @@
 //! The delay is drawn before the controls are asked so that a control never takes a token for
 //! a retry that the deadline then forbids. The decision reads one small struct,
 //! [`FailedAttempt`], so that new inputs do not grow its parameter list.
+//!
+//! A *plain* policy ([`RetryPolicy::is_plain`]: no timeout, no deadline, Retry-After and
+//! "don't retry" ignored) only ever takes steps 2, 3, 4 (its backoff) and 6. For it,
+//! [`RetryPolicy::after_failure_plain`] is the same decision compiled without the other steps'
+//! tests: a run of plain clients pays nothing for features it does not use.
 
 use super::retry_after::{RetryAfter, RetryAfterPolicy, RetryDelay};
 use super::{Backoff, BackoffState, Outcome, RetryOn};
@@ -136,6 +141,14 @@ impl RetryPolicy {
         self.deadline.is_some_and(|d| now >= started + d)
     }
 
+    /// Whether the policy is *plain*: no timeout, no deadline, and neither the server's
+    /// Retry-After nor its "don't retry" is honoured. Its decisions then depend only on the
+    /// outcome, `retry_on`, `max_attempts`, the backoff and the controls, and a client never
+    /// stops waiting for an answer ([`RetryPolicy::gives_up_at`] is never).
+    pub fn is_plain(&self) -> bool {
+        self.timeout.is_none() && self.deadline.is_none() && !self.retry_after.honor && !self.honor_dont_retry
+    }
+
     /// Decides what follows `failed` (see the module docs for the order). `state` is the
     /// operation's backoff memory, `rng` its jitter stream.
     #[inline]
@@ -146,12 +159,39 @@ impl RetryPolicy {
         controls: &mut P,
         rng: &mut R,
     ) -> Decision {
+        self.decide::<false, P, R>(failed, state, controls, rng)
+    }
+
+    /// [`RetryPolicy::after_failure`] for a plain policy ([`RetryPolicy::is_plain`]), compiled
+    /// without the steps a plain policy never takes. Same decisions, same draws.
+    #[inline]
+    pub fn after_failure_plain<P: RetryPermission + ?Sized, R: Rng + ?Sized>(
+        &self,
+        failed: &FailedAttempt,
+        state: &mut BackoffState,
+        controls: &mut P,
+        rng: &mut R,
+    ) -> Decision {
+        debug_assert!(self.is_plain(), "only a plain policy may skip the deadline and Retry-After steps");
+        self.decide::<true, P, R>(failed, state, controls, rng)
+    }
+
+    /// The decision; with `PLAIN` the deadline and Retry-After steps are compiled out (they
+    /// would not fire: see [`RetryPolicy::is_plain`]).
+    #[inline(always)]
+    fn decide<const PLAIN: bool, P: RetryPermission + ?Sized, R: Rng + ?Sized>(
+        &self,
+        failed: &FailedAttempt,
+        state: &mut BackoffState,
+        controls: &mut P,
+        rng: &mut R,
+    ) -> Decision {
         let FailedAttempt { outcome, attempt, k, started, now, retry_after } = *failed;
-        if outcome == Outcome::Timeout && self.past_deadline(started, now) {
+        if !PLAIN && matches!(outcome, Outcome::Timeout) && self.past_deadline(started, now) {
             return Decision::Stop(FailReason::Deadline);
         }
         if !self.retry_on.retries(outcome)
-            || (self.honor_dont_retry && retry_after == Some(RetryAfter::DontRetry))
+            || (!PLAIN && self.honor_dont_retry && retry_after == Some(RetryAfter::DontRetry))
         {
             return Decision::Stop(FailReason::NonRetryable);
         }
@@ -159,11 +199,16 @@ impl RetryPolicy {
             return Decision::Stop(FailReason::Exhausted);
         }
         let backoff = self.backoff.delay(k.max(1), state, rng);
-        let (delay, reset_backoff) = match self.retry_after.delay(backoff, retry_after, rng) {
-            RetryDelay::Wait { delay, reset_backoff } => (delay, reset_backoff),
-            RetryDelay::DontRetry => return Decision::Stop(FailReason::NonRetryable),
+        let (delay, reset_backoff) = if PLAIN {
+            (backoff, false)
+        } else {
+            match self.retry_after.delay(backoff, retry_after, rng) {
+                RetryDelay::Wait { delay, reset_backoff } => (delay, reset_backoff),
+                RetryDelay::DontRetry => return Decision::Stop(FailReason::NonRetryable),
+            }
         };
-        if let Some(d) = self.deadline
+        if !PLAIN
+            && let Some(d) = self.deadline
             && now + delay >= started + d
         {
             return Decision::Stop(FailReason::Deadline);
@@ -319,5 +364,48 @@ mod tests {
         assert_eq!(d.gives_up_at(at(0), at(10)), at(30), "the deadline cuts the attempt short");
         let forever = RetryPolicy { timeout: None, ..policy(3, None) };
         assert_eq!(forever.gives_up_at(at(0), at(10)), Instant::NEVER);
+    }
+
+    #[test]
+    fn a_plain_policy_decides_the_same_both_ways() {
+        let base = RetryPolicy { timeout: None, ..policy(4, None) };
+        assert!(base.is_plain());
+        assert!(!policy(4, None).is_plain(), "a timeout is not plain");
+        assert!(!RetryPolicy { deadline: Some(ns(10)), ..base }.is_plain());
+        assert!(!RetryPolicy { honor_dont_retry: true, ..base }.is_plain());
+        let honoring = RetryAfterPolicy { honor: true, ..RetryAfterPolicy::IGNORE };
+        assert!(!RetryPolicy { retry_after: honoring, ..base }.is_plain());
+        let backoffs = [
+            Backoff::FullJitter { base_ns: 10.0, cap_ns: 1e3, multiplier: 2.0 },
+            Backoff::DecorrelatedJitter { base_ns: 10.0, cap_ns: 1e3 },
+            Backoff::Exponential { base_ns: 10.0, cap_ns: 1e3, multiplier: 3.0 },
+        ];
+        let outcomes =
+            [Outcome::Status(503), Outcome::Status(400), Outcome::Timeout, Outcome::ConnectionError];
+        let answers = [None, Some(RetryAfter::DontRetry), Some(RetryAfter::After(ns(7)))];
+        for backoff in backoffs {
+            let p = RetryPolicy { backoff, ..base };
+            let (mut s1, mut s2) = (p.backoff.initial_state(), p.backoff.initial_state());
+            let mut r1 = Xoshiro256PlusPlus::seed_from_u64(5);
+            let mut r2 = r1.clone();
+            let mut retries = 0;
+            for (i, (o, ra)) in outcomes.iter().flat_map(|o| answers.iter().map(move |a| (o, a))).enumerate()
+            {
+                let attempt = 1 + i as u32 % 5;
+                let f = FailedAttempt {
+                    outcome: *o,
+                    attempt,
+                    k: attempt,
+                    started: at(0),
+                    now: at(5),
+                    retry_after: *ra,
+                };
+                let d = p.after_failure(&f, &mut s1, &mut (), &mut r1);
+                assert_eq!(d, p.after_failure_plain(&f, &mut s2, &mut (), &mut r2), "{backoff:?} {f:?}");
+                assert_eq!(s1, s2);
+                retries += matches!(d, Decision::Retry { .. }) as u32;
+            }
+            assert!(retries > 3, "the comparison covers retries");
+        }
     }
 }

@@ -219,6 +219,16 @@ impl Server {
         }
     }
 
+    /// Whether the server is plain: no faults, no rate limit, no dedup store, no overload.
+    /// Its methods called with `PLAIN = true` are then compiled without the stages' tests.
+    pub fn is_plain(&self) -> bool {
+        self.faults.is_empty()
+            && self.rate_limit.is_none()
+            && self.store.is_none()
+            && self.overload.is_none()
+            && self.promoted.is_none()
+    }
+
     /// Whether the server keeps a dedup store (otherwise requests' keys are ignored, and need
     /// not be made).
     #[inline]
@@ -241,26 +251,29 @@ impl Server {
         self.faults.capacity_restorations()
     }
 
-    /// A request arrives at `now` and passes the stages in order.
+    /// A request arrives at `now` and passes the stages in order (`PLAIN`: the server
+    /// [`is_plain`](Server::is_plain), and only the workers are asked).
     #[inline]
-    pub fn arrive(&mut self, mut req: Request, now: Instant) -> Arrival {
-        if let Some(stop) = self.faults.admit(now, &mut req).stop() {
+    pub fn arrive<const PLAIN: bool>(&mut self, mut req: Request, now: Instant) -> Arrival {
+        debug_assert!(!PLAIN || self.is_plain());
+        if !PLAIN && let Some(stop) = self.faults.admit(now, &mut req).stop() {
             return stop;
         }
-        if self.screens
+        if !PLAIN
+            && self.screens
             && let Some(stop) = self.screen(&req, now)
         {
             return stop;
         }
-        let (capacity, slowdown) = self.conditions(now);
+        let (capacity, slowdown) = self.conditions::<PLAIN>(now);
         match self.workers.place(req, now, capacity, slowdown) {
             Placed::Started { worker, service } => {
-                Arrival::Started { worker, service: self.stretch(service) }
+                Arrival::Started { worker, service: self.stretch::<PLAIN>(service) }
             }
             Placed::Queued => Arrival::Queued,
             Placed::Rejected(o) => {
                 debug_assert_eq!(o, self.reject_reply.outcome);
-                if self.store.is_some() {
+                if !PLAIN && self.store.is_some() {
                     self.rejected_key(req.key());
                 }
                 Arrival::Answered(self.reject_reply)
@@ -301,9 +314,9 @@ impl Server {
     /// request's key, if any, is done; the requests parked on it are then answered
     /// ([`Server::pop_answered`]).
     #[inline]
-    pub fn done(&mut self, worker: u32, now: Instant) -> (Request, Instant) {
+    pub fn done<const PLAIN: bool>(&mut self, worker: u32, now: Instant) -> (Request, Instant) {
         let (req, started) = self.workers.done(worker);
-        if let Some(store) = &mut self.store {
+        if !PLAIN && let Some(store) = &mut self.store {
             store.complete(req.key(), now);
         }
         (req, started)
@@ -319,9 +332,9 @@ impl Server {
     /// whose client gave up (returned, so their operation's reference can be released). A
     /// dropped request's key passes to the first request parked on it, which starts next.
     #[inline]
-    pub fn next_waiting(&mut self, now: Instant) -> Option<Next> {
-        let (capacity, slowdown) = self.conditions(now);
-        if let Some(p) = self.promoted {
+    pub fn next_waiting<const PLAIN: bool>(&mut self, now: Instant) -> Option<Next> {
+        let (capacity, slowdown) = self.conditions::<PLAIN>(now);
+        if !PLAIN && let Some(p) = self.promoted {
             if self.workers.levels().0 >= capacity {
                 return None;
             }
@@ -331,15 +344,17 @@ impl Server {
             }
             return match self.workers.place(p, now, capacity, slowdown) {
                 // It waited parked on its key, not in the queue (`wait_mean_s` is the queue's).
-                Placed::Started { worker, service } => {
-                    Some(Next::Started { worker, service: self.stretch(service), waited: Span::ZERO })
-                }
+                Placed::Started { worker, service } => Some(Next::Started {
+                    worker,
+                    service: self.stretch::<PLAIN>(service),
+                    waited: Span::ZERO,
+                }),
                 _ => unreachable!("a worker is free"),
             };
         }
         match self.workers.next(now, capacity, slowdown)? {
             Next::Started { worker, service, waited } => {
-                Some(Next::Started { worker, service: self.stretch(service), waited })
+                Some(Next::Started { worker, service: self.stretch::<PLAIN>(service), waited })
             }
             Next::Dropped(req) => Some(self.dropped(req)),
         }
@@ -355,7 +370,10 @@ impl Server {
 
     /// The service time of a request that just started, after `[server.overload]`.
     #[inline]
-    fn stretch(&self, service: Span) -> Span {
+    fn stretch<const PLAIN: bool>(&self, service: Span) -> Span {
+        if PLAIN {
+            return service;
+        }
         match &self.overload {
             None => service,
             Some(o) => o.stretch(service, self.workers.levels().0),
@@ -376,9 +394,9 @@ impl Server {
 
     /// Workers usable now and the service-time factor (capacity and slowdown faults).
     #[inline]
-    fn conditions(&self, now: Instant) -> (u32, f64) {
+    fn conditions<const PLAIN: bool>(&self, now: Instant) -> (u32, f64) {
         let concurrency = self.workers.concurrency();
-        if self.faults.is_empty() {
+        if PLAIN || self.faults.is_empty() {
             (concurrency, 1.0)
         } else {
             (self.faults.capacity(now, concurrency), self.faults.slowdown(now))
