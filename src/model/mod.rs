@@ -114,10 +114,8 @@ pub fn simulate_with<C: QueueChoice>(
             let layers = &strategy.policy.layers;
             let gateways = (!layers.is_empty())
                 .then(|| gateway::Gateways::new(layers.iter().map(build::layer_policy).collect(), run_seed));
-            let (metrics, queue, left) = queue_model::run(
-                C::PLAIN_COPY,
-                q,
-                &workload,
+            let inputs = queue_model::RunInputs {
+                workload: &workload,
                 net,
                 clients,
                 keys,
@@ -125,9 +123,10 @@ pub fn simulate_with<C: QueueChoice>(
                 run_seed,
                 horizon,
                 series,
-                ws.queue(),
+                queue: ws.queue(),
                 latency,
-            );
+            };
+            let (metrics, queue, left) = queue_model::run(C::PLAIN_COPY, q, inputs);
             ws.keep_queue(queue);
             (metrics, left)
         }

@@ -153,29 +153,36 @@ struct QueueModel<const PLAIN: bool> {
     gateways: Option<Gateways>,
 }
 
-/// Runs one replication of a queue-server experiment; the clients' attempts carry `keys`.
-/// `queue` (empty) and `latency` (an empty histogram) may come from an earlier run; they are
-/// handed back with the op table for the next. A plain run takes the plain copy of the model
-/// if `plain_copy` (see the module docs; `false` only to check that the copies agree).
-#[allow(clippy::too_many_arguments)]
+/// What one run of the queue model is given besides the server's spec. `queue` (empty) and
+/// `latency` (an empty histogram) may come from an earlier run; they are handed back with the
+/// op table for the next.
+pub struct RunInputs<'a, Q> {
+    pub workload: &'a Workload,
+    pub net: Network,
+    pub clients: Clients,
+    /// The idempotency keys the clients' attempts carry.
+    pub keys: KeyMode,
+    pub gateways: Option<Gateways>,
+    pub run_seed: u64,
+    pub horizon: Instant,
+    pub series: TimeSeries,
+    pub queue: Q,
+    pub latency: Histogram<u64>,
+}
+
+/// Runs one replication of a queue-server experiment. A plain run takes the plain copy of the
+/// model if `plain_copy` (see the module docs; `false` only to check that the copies agree).
 pub fn run<Q: EventQueue<Ev>>(
     plain_copy: bool,
     spec: &QueueServerSpec,
-    workload: &Workload,
-    net: Network,
-    clients: Clients,
-    keys: KeyMode,
-    gateways: Option<Gateways>,
-    run_seed: u64,
-    horizon: Instant,
-    series: TimeSeries,
-    queue: Q,
-    latency: Histogram<u64>,
+    inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
-    let server = Server::new(spec, run_seed);
-    let plain = plain_copy && is_plain(&clients, &net, &server, gateways.is_some());
-    let run = if plain { run_as::<true, Q> } else { run_as::<false, Q> };
-    run(server, workload, net, clients, keys, gateways, run_seed, horizon, series, queue, latency)
+    let server = Server::new(spec, inputs.run_seed);
+    if plain_copy && is_plain(&inputs.clients, &inputs.net, &server, inputs.gateways.is_some()) {
+        run_as::<true, Q>(server, inputs)
+    } else {
+        run_as::<false, Q>(server, inputs)
+    }
 }
 
 /// Whether a run with these parts is plain (see the module docs).
@@ -184,20 +191,12 @@ pub fn is_plain(clients: &Clients, net: &Network, server: &Server, layers: bool)
 }
 
 /// [`run`] with the copy of the model it chose.
-#[allow(clippy::too_many_arguments)]
 fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
     server: Server,
-    workload: &Workload,
-    net: Network,
-    clients: Clients,
-    keys: KeyMode,
-    gateways: Option<Gateways>,
-    run_seed: u64,
-    horizon: Instant,
-    series: TimeSeries,
-    queue: Q,
-    latency: Histogram<u64>,
+    inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
+    let RunInputs { workload, net, clients, keys, gateways, run_seed, horizon, series, queue, latency } =
+        inputs;
     let server_keeps_keys = server.keeps_keys();
     let fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
