@@ -213,10 +213,10 @@ impl<E: Copy> Pool<E> {
         list.tail = c;
     }
 
-    /// The first chunk of a non-empty list.
+    /// The first chunk of a list ([`NIL`] for an empty one).
     #[inline]
     fn head(&self, list: List) -> u32 {
-        self.next[list.tail as usize]
+        if list.len == 0 { NIL } else { self.next[list.tail as usize] }
     }
 
     /// Gives every chunk of `list` back, in one step.
@@ -233,7 +233,7 @@ impl<E: Copy> Pool<E> {
     /// once it has been read (so that `f`, appending to other lists, reuses it at once).
     #[inline]
     fn drain(&mut self, list: List, mut f: impl FnMut(&mut Self, Entry<E>)) {
-        let (mut c, mut left) = (if list.len > 0 { self.head(list) } else { NIL }, list.len as usize);
+        let (mut c, mut left) = (self.head(list), list.len as usize);
         while left > 0 {
             let n = left.min(CHUNK);
             let base = c as usize * CHUNK;
@@ -627,9 +627,7 @@ impl<E: Copy> CalendarQueue<E> {
     #[inline(never)]
     fn rebuild(&mut self, pace: Option<Nanos>) {
         let (mut lo, mut hi) = (Nanos::MAX, 0);
-        let overflow = self.overflow;
-        let (mut c, mut left) =
-            (if overflow.len > 0 { self.pool.head(overflow) } else { NIL }, overflow.len as usize);
+        let (mut c, mut left) = (self.pool.head(self.overflow), self.overflow.len as usize);
         while left > 0 {
             let n = left.min(CHUNK);
             for e in &self.pool.slots[c as usize * CHUNK..][..n] {

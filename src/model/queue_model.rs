@@ -513,8 +513,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
 
     /// The attempt the client was waiting for failed: retry after the backoff, or end.
     fn failed<Q: EventQueue<Ev>>(&mut self, op: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
-        // A plain client ignores Retry-After: no need to decode it.
-        let retry_after = if PLAIN { None } else { reply.retry_after.decode() };
+        let retry_after = reply.retry_after.decode();
         match self.clients.fail::<PLAIN>(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
             AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::send(op)),
             AfterFailure::Ended(next) => self.next_op(next, s),
