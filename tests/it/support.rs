@@ -1,6 +1,4 @@
-//! Helpers shared by the integration tests (`mod support;` in a test file). Each test file is
-//! its own crate and uses only some of them.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests' modules (`use crate::support::...`).
 
 use retrysim::experiment::{self, Experiment, Overrides};
 use std::path::{Path, PathBuf};

@@ -3,12 +3,10 @@
 //! model's copy compiled for plain runs gives exactly the results of the copy that tests every
 //! feature.
 
+use crate::support::shipped;
 use retrysim::experiment::{self, Experiment, Overrides};
 use retrysim::model::{Calendar, CalendarChecked, Heap, QueueChoice, Radix, is_plain_run};
 use retrysim::sweep::{Results, run_with};
-use support::shipped;
-
-mod support;
 
 /// Timeouts, losses, every fault kind, background errors with and without after-effects,
 /// `drop_expired`, a ramp: every code path of the queue model that schedules events.

@@ -4,11 +4,9 @@
 //! sections are refused with the key (exit 2); nothing feasible is exit 1 with the binding
 //! constraint named.
 
+use crate::support::Table;
 use assert_cmd::Command;
 use retrysim::experiment::{self, Overrides};
-use support::Table;
-
-mod support;
 
 fn retrysim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_retrysim"))

@@ -1,19 +1,17 @@
 //! The command line (DESIGN §6, §8): help, `check`, `run` and its flags, output files and
 //! exit codes.
 
+use crate::support::Table;
 use assert_cmd::Command;
 use retrysim::engine::rng::run_seed;
 use std::path::{Path, PathBuf};
-use support::Table;
-
-mod support;
 
 fn retrysim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_retrysim"))
 }
 
 fn experiment(name: &str) -> PathBuf {
-    support::experiment_file(name)
+    crate::support::experiment_file(name)
 }
 
 fn stdout(cmd: &mut Command) -> String {

@@ -1,0 +1,28 @@
+//! retrysim's integration tests, in one binary (nexosim's layout): each module is one subject,
+//! and the crate is linked once instead of once per file.
+//!
+//! `system` holds the two tests that drive real components installed on the machine (headless
+//! Chromium, a local Slurm cluster). Each provisions its component when it is missing
+//! (`apt-get`, as root) and fails naming what to install when it cannot; a contributor without
+//! root leaves exactly those out with `cargo test --release -- --skip system::`.
+
+mod aws_study;
+mod bad_input;
+mod cli_run;
+mod conservation;
+mod controls;
+mod determinism;
+mod layers;
+mod no_alloc;
+mod queue_equivalence;
+mod queueing_theory;
+mod readme;
+mod recovery;
+mod report;
+mod server_stages;
+mod shards;
+mod support;
+mod system;
+mod tune;
+mod validation;
+mod workspace;
