@@ -1,28 +1,16 @@
 //! report.html in a real headless browser (Debian's `chromium`): it loads with no console
 //! message, every chart is in the DOM with a non-zero size, and a screenshot is not blank.
 //!
-//! Needs `chromium` (`apt-get install -y chromium`; .ci/run installs it). Without it this test
-//! fails and says so: a report that was never opened in a browser is not tested.
+//! Needs Debian's `chromium`: the test installs it when it is missing and it runs as root, and
+//! otherwise fails saying what to install (a report never opened in a browser is not tested).
 
 use retrysim::report::{ReportOptions, render_report};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Debian's chromium, installed first when it is missing (see `super::provision`).
 fn chromium() -> PathBuf {
-    for name in ["chromium", "chromium-browser"] {
-        if let Ok(out) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output()
-            && out.status.success()
-        {
-            let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if !p.is_empty() {
-                return PathBuf::from(p);
-            }
-        }
-    }
-    panic!(
-        "chromium is not installed, so report.html cannot be checked in a browser: \
-         run `apt-get install -y chromium` (as root; `apt-get update` first) and test again"
-    );
+    PathBuf::from(super::provision(&["chromium", "chromium-browser"], "chromium"))
 }
 
 /// Runs headless chromium with the flags that work on this machine kind (no sandbox as root,

@@ -226,15 +226,18 @@ impl Cluster {
         if !up {
             let started = Instant::now();
             // Bounded: installing the packages takes about 15 s, the node is idle seconds later.
-            let out = Command::new("timeout")
-                .args(["300", "bash", SCRIPT, "start"])
-                .env("SLURM_LOCAL_WAIT", "60")
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run {SCRIPT}: {e}"));
+            let out = super::with_apt_lock(|| {
+                Command::new("timeout")
+                    .args(["300", "bash", SCRIPT, "start"])
+                    .env("SLURM_LOCAL_WAIT", "60")
+                    .output()
+                    .unwrap_or_else(|e| panic!("cannot run {SCRIPT}: {e}"))
+            });
             assert!(
                 out.status.success(),
                 "the local Slurm cluster did not start ({SCRIPT} start: {}, after {:.0?}); this test needs \
-                 root, and apt-get to install slurm-wlm and munge when they are missing:\n{}\n{}",
+                 root, and apt-get to install slurm-wlm and munge when they are missing (or leave it out \
+                 with `cargo test --release -- --skip system::`):\n{}\n{}",
                 out.status,
                 started.elapsed(),
                 text(&out.stdout),
