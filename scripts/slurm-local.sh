@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A single-node Slurm cluster on this machine, for tests/slurm.rs and for trying
 # `retrysim slurm --submit` without a real cluster. Debian or Ubuntu, as root; no systemd
-# needed (the daemons are started directly). What is known to work is in the project's
-# shared folder: reference/slurm-local.md.
+# needed (the daemons are started directly). Checked with Debian 12's Slurm 22.05
+# (`slurm-wlm`) and munge, as root.
 #
 #   scripts/slurm-local.sh [start]  install slurm-wlm and munge when missing, write a slurm.conf
 #                                   for localhost (this machine's CPUs and memory), create the

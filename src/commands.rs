@@ -392,7 +392,7 @@ pub fn presets(a: &PresetsArgs) -> Result<(), Error> {
     })?;
     println!("# preset \"{}\": {}", p.name, p.summary);
     println!(
-        "# Sources: reference/retry-policies.md, section per line. Any key can be overridden in the strategy."
+        "# Sources: docs/retry-policies.md, section per line. Any key can be overridden in the strategy."
     );
     println!("{}", p.toml.trim_end());
     let set: toml::Table = p.toml.parse().unwrap_or_default();

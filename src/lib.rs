@@ -76,8 +76,8 @@
 //!   and the published studies, written to VALIDATION.md.
 //!
 //! Determinism: the same experiment and seed give the same results on any number of threads,
-//! because every random stream is derived from (seed, point, run) and results are collected
-//! in cell order.
+//! because every random stream is derived from the experiment seed and the run index alone
+//! (DESIGN §2 states the derivation) and results are collected in cell order.
 
 pub mod cli;
 pub mod commands;

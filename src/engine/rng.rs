@@ -52,7 +52,8 @@ pub fn derive(parent: u64, label: u64) -> u64 {
 }
 
 /// The master seed of run number `run`: a function of the experiment seed and the run index
-/// only, the same at every sweep point and for every strategy. (The inner label 0 keeps the
+/// only, the same at every sweep point and for every strategy (DESIGN §2 states it, with a
+/// worked example that `tests/it/docs.rs` evaluates). (The inner label 0 keeps the
 /// seeds of the time when the sweep point was part of the derivation: a run without a sweep
 /// draws exactly what it drew then.)
 pub fn run_seed(experiment_seed: u64, run: u64) -> u64 {

@@ -47,7 +47,7 @@ pub enum Backoff {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BackoffState(f64);
 
-/// Polly's V2 constants (reference/retry-policies.md §5, `RetryHelper.cs`): `pFactor = 4`,
+/// Polly's V2 constants (docs/retry-policies.md §5, `RetryHelper.cs`): `pFactor = 4`,
 /// `rpScalingFactor = 1/1.4`.
 const POLLY_P_FACTOR: f64 = 4.0;
 const POLLY_RP_SCALING: f64 = 1.0 / 1.4;

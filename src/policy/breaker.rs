@@ -1,5 +1,5 @@
 //! Circuit breaker with resilience4j's semantics (`CircuitBreakerStateMachine`,
-//! `CircuitBreakerMetrics`, `SlidingTimeWindowMetrics`; reference/retry-policies.md §6), and
+//! `CircuitBreakerMetrics`, `SlidingTimeWindowMetrics`; docs/retry-policies.md §6, cited below as "reference §x"), and
 //! Hystrix as a parameterisation of it ([`BreakerParams::hystrix`]).
 //!
 //! | state | [`Breaker::try_acquire`] | [`Breaker::on_result`] |

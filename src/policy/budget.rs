@@ -1,6 +1,6 @@
 //! Retry budgets: client-side state machines that refuse a retry when retries have been too
 //! frequent lately (DESIGN §4.2). Each models one production implementation exactly, with the
-//! numbers of `reference/retry-policies.md` (cited below as "reference §x").
+//! numbers of `docs/retry-policies.md` (cited below as "reference §x").
 //!
 //! | type | models | a retry is allowed when | refilled by |
 //! |---|---|---|---|
@@ -536,9 +536,10 @@ impl ConcurrencyBudgetParams {
 /// while in flight, as the gate's interface has it. With backoffs short next to response times
 /// (Envoy's 25–250 ms) the two are close; with long backoffs Envoy is stricter.
 ///
-/// DESIGN §4.2 writes the rule as "active retries <= max(percent x active requests,
-/// min_concurrency)": the same bound, counted once the retry has started (for integers,
-/// `a + 1 <= m` is `a < m`), with `max` taken before the retry's own request is counted.
+/// DESIGN §4.2 states the rule as it is checked here, before the retry's own request is
+/// counted: "active retries < max(floor(percent / 100 x active requests), min_concurrency)"
+/// (once the retry has started, the same bound reads `<=`: for integers `a + 1 <= m` is
+/// `a < m`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ConcurrencyBudget {
     params: ConcurrencyBudgetParams,

@@ -328,7 +328,7 @@ pub fn is_accepted(o: Outcome) -> bool {
     !matches!(o, Outcome::Status(429 | 503) | Outcome::Timeout | Outcome::ConnectionError)
 }
 
-/// The token bucket's cost class of a failure (reference §1b: timeouts cost more; throttling
+/// The token bucket's cost class of a failure (docs/retry-policies.md §1b: timeouts cost more; throttling
 /// errors cost less under AWS 2.1).
 pub fn retry_cause(o: Outcome) -> RetryCause {
     match o {

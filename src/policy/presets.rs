@@ -1,6 +1,6 @@
 //! Production presets (DESIGN §4.5): the retry behaviour of real clients, with their real
 //! defaults, as the body of a `[[strategies]]` table. Every number comes from
-//! `reference/retry-policies.md` and each line cites its section; what a preset cannot express
+//! `docs/retry-policies.md` and each line cites its section; what a preset cannot express
 //! in the file's keys is listed in a `# not modelled:` comment instead of being approximated,
 //! and the few settings the reference does not give are marked "not in the reference".
 //!

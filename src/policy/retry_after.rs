@@ -1,7 +1,7 @@
 //! Honouring a server's Retry-After (or gRPC pushback) when choosing the delay before a retry
 //! (DESIGN §4: "delay = Retry-After (clamped to `retry_after_cap`) when the server sent one
 //! and `honor_retry_after`, else the backoff"), in each of the ways production clients do it
-//! (`reference/retry-policies.md`, cited as "reference §x"). `t` is the backoff's delay for
+//! (`docs/retry-policies.md`, cited as "reference §x"). `t` is the backoff's delay for
 //! this retry, `ra` the server's value, `cap` the policy's `retry_after_cap`.
 //!
 //! | mode | models | delay | where `cap` applies |

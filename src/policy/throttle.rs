@@ -1,4 +1,5 @@
 //! Client-side throttles: state machines that a client consults before sending an attempt.
+//! Sources: `docs/retry-policies.md`, cited below as "reference §x".
 //!
 //! | type | models | decides |
 //! |---|---|---|

@@ -246,7 +246,7 @@ retry_after_cap = "500ms"
 }
 
 /// A preset's values, resolved through the loader, are the reference's
-/// (`reference/retry-policies.md`), and a strategy's own keys override them.
+/// (`docs/retry-policies.md`), and a strategy's own keys override them.
 #[test]
 fn presets_resolve_to_the_reference_values() {
     let text = r#"

@@ -14,6 +14,7 @@ mod cli_run;
 mod conservation;
 mod controls;
 mod determinism;
+mod docs;
 mod layers;
 mod no_alloc;
 mod queue_equivalence;

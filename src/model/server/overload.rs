@@ -14,7 +14,7 @@
 //! Why: Brooker's simulations of retry-driven overload ("Metastability and Distributed
 //! Systems", 2021; "Fixing retries with token buckets and circuit breakers", 2022, on
 //! brooker.co.za) and the retry experiment of Huang et al., "Metastable Failures in the Wild"
-//! (OSDI '22; reference `retry-policies.md` §8: a MongoDB primary whose goodput collapses under
+//! (OSDI '22; `docs/retry-policies.md` §8: a MongoDB primary whose goodput collapses under
 //! immediate resends after a 10 s CPU cut) show goodput *falling* as offered load rises past
 //! capacity. A plain queue of fixed-speed workers does not do that: its goodput stays at
 //! capacity however long the queue. The linear factor above is this simulator's simplest model
