@@ -8,6 +8,7 @@
 
 mod aws_study;
 mod bad_input;
+mod case_studies;
 mod cli_run;
 mod conservation;
 mod controls;
