@@ -1,7 +1,7 @@
 //! Speed benchmarks (issue "Speed and scale"): `cargo bench --bench engine`.
 //!
 //! Each group reports a throughput: events per second for whole runs, operations per second
-//! for the event queues and the backoff draws. README's Performance section quotes them.
+//! for the event queues and the backoff draws. benches/README.md quotes them.
 //!
 //! On a shared machine, shorten and repeat: `cargo bench --bench engine -- --warm-up-time 1
 //! --measurement-time 3 herd_10k`.

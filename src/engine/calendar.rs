@@ -54,18 +54,16 @@ use super::queue::EventQueue;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// Buckets in the ring (a power of two): 4,096 by measurement (README, Performance). More
+/// Buckets in the ring (a power of two): 4,096 by measurement (benches/README.md). More
 /// buckets would keep them smaller when a million events wait, but the tails that pushes
-/// write to would no longer stay in the cache: with 65,536 the million-client herd ran 15 to
-/// 25 % slower (and held 12 MB more in half-filled chunks), for 5 % fewer instructions.
+/// write to would no longer stay in the cache.
 const RING_BITS: u32 = 12;
 const RING: u64 = 1 << RING_BITS;
 /// Words of the ring's occupancy bitmap.
 const WORDS: usize = (RING / 64) as usize;
 /// Aimed-for events per bucket when the width is chosen: sorting a few dozen is cheap, and
 /// fewer, fuller buckets keep the ring scan short and the ring's tails (where pushes write)
-/// fewer. 32 by measurement: 2 % faster than 16 on the 10k herd and the AWS sweep, 3-5 % on
-/// the 1M herd (README, Performance).
+/// fewer. 32 by measurement, against 8 to 16 (benches/README.md).
 const TARGET_PER_BUCKET: u64 = 32;
 /// Pops since the last rebuild needed before their pace is trusted to size the buckets.
 const MIN_POPS_FOR_PACE: u64 = 256;
@@ -170,7 +168,7 @@ impl<E: Copy> Pool<E> {
     /// `e` is only ever written into its slot here, never handed to a function that is not
     /// inlined: a value passed to one is put in memory first, on every path, and copying it
     /// from there with wider loads than it was written with stalls (store-to-load
-    /// forwarding; it was a sixth of the thundering herd's time).
+    /// forwarding; see benches/README.md).
     #[inline(always)]
     fn append(&mut self, list: &mut List, e: Entry<E>) {
         let off = list.len as usize % CHUNK;
@@ -661,8 +659,7 @@ impl<E: Copy> CalendarQueue<E> {
 
 /// Buckets up to this many keys are sorted directly, by the standard library's unstable sort.
 /// Above it the counting sort below (linear, and its insertion sort has next to nothing to
-/// do) beat the standard sort by measurement: 3 % of the thundering herd's time with buckets
-/// of about 32, against sorting up to 64 keys directly.
+/// do) beat the standard sort by measurement (benches/README.md).
 const SMALL_SORT: usize = 16;
 
 /// Sorts a window's keys, `(offset << 32) | position` with `offset < 2^shift`.

@@ -134,8 +134,8 @@ pub trait Model {
 
 /// Runs `model` until no event is left at or before `horizon`.
 // Never inlined: the loop is the run's one hot function and is compiled best on its own.
-// Inlined into its caller (the compiler chose to for the OCC model once the queue model's
-// entry became a small dispatch), the AWS sweep took 5 % longer.
+// Inlined into its caller (the compiler chose to for the OCC model), the AWS sweep was slower
+// (benches/README.md).
 #[inline(never)]
 pub fn run<M: Model, Q: EventQueue<M::Event>>(
     model: &mut M,

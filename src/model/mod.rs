@@ -47,7 +47,7 @@ impl QueueChoice for Radix {
     type Queue = RadixQueue<queue_model::Ev>;
 }
 
-/// The calendar queue: the fastest by measurement (README, Performance).
+/// The calendar queue: the fastest by measurement (benches/README.md).
 pub struct Calendar;
 impl QueueChoice for Calendar {
     type Occ = CalendarQueue<occ_model::Ev>;

@@ -19,9 +19,9 @@
 //! faults, rate limit, dedup store or overload ([`Server::is_plain`]); there are no gateway
 //! layers. The thundering herds are plain. [`run`] decides once, and runs the model compiled
 //! with `PLAIN = true`: the same code with every test of a feature that is off folded away
-//! (on the 10,000-client herd, a fifth of the instructions). Any other run takes the copy
-//! compiled with `PLAIN = false`, which tests each feature. The two give the same results
-//! for a plain run; `tests/queue_equivalence.rs` checks it.
+//! (on the 10,000-client herd, a fifth of the instructions: benches/README.md). Any other
+//! run takes the copy compiled with `PLAIN = false`, which tests each feature. The two give
+//! the same results for a plain run; `tests/queue_equivalence.rs` checks it.
 
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::gateway::{self, Caller, Gateways, Step};
@@ -354,8 +354,8 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// Attempt `attempt` of `op` (or of a gateway's ticket: see the module docs) reaches the
     /// server and passes its admission pipeline. The request is put together here, not by the
     /// caller: one built in the caller's frame and passed by reference is read back with
-    /// wider loads than it was written with, which stalls (store-to-load forwarding; it was
-    /// a third of this function's time on the thundering herd).
+    /// wider loads than it was written with, which stalls (store-to-load forwarding; see
+    /// benches/README.md).
     fn arrive<Q: EventQueue<Ev>>(
         &mut self,
         op: u32,
@@ -480,9 +480,8 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     }
 
     /// Sends an answer back to the client over the response hop (it may be lost).
-    // Always inlined, like `answer`: on the thundering herd this took the event loop from 731
-    // to 686 instructions per event, 2-3 % faster. `failed` stays a call: inlining it as well
-    // added instructions and gained nothing measurable.
+    // Always inlined, like `answer`: fewer instructions per event on the arrival path; `failed`
+    // stays a call, as inlining it gained nothing (measurements: benches/README.md).
     #[inline(always)]
     fn respond_to_client<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         let Some(delay) = self.response_hop() else {

@@ -63,12 +63,8 @@ fn parse_marker(line: &str) -> Result<Marker, String> {
         .and_then(|s| s.strip_suffix("-->"))
         .ok_or_else(|| format!("not a marker: {line}"))?;
     let (csv, spec) = body.split_once(':').ok_or_else(|| format!("marker without ':': {line}"))?;
-    let mut marker = Marker {
-        csv: csv.trim().to_string(),
-        keys: Vec::new(),
-        columns: Vec::new(),
-        filter: Vec::new(),
-    };
+    let mut marker =
+        Marker { csv: csv.trim().to_string(), keys: Vec::new(), columns: Vec::new(), filter: Vec::new() };
     for clause in spec.split(';').map(str::trim).filter(|c| !c.is_empty()) {
         let mut words = clause.split_whitespace();
         match words.next() {
@@ -125,8 +121,7 @@ fn check_cell(cell: &str, csv_value: &str) -> Result<(), String> {
             Err(format!("shows {shown:?}, the CSV has {csv_value:?}"))
         };
     }
-    let (_, decimals, percent) =
-        shown_number(&shown).ok_or_else(|| format!("{shown:?} is not a number"))?;
+    let (_, decimals, percent) = shown_number(&shown).ok_or_else(|| format!("{shown:?} is not a number"))?;
     let v: f64 = csv_value.parse().map_err(|_| format!("CSV value {csv_value:?} is not a number"))?;
     let v = if percent { v * 100.0 } else { v };
     let expected = format!("{v:.decimals$}");
@@ -288,11 +283,8 @@ fn an_altered_number_or_a_lost_marker_fails() {
     assert_eq!(errors.len(), 1, "{errors:?}");
 
     // Remove every marker: each table of numbers is now reported.
-    let unmarked: String = text
-        .lines()
-        .filter(|l| !l.trim().starts_with("<!-- from "))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let unmarked: String =
+        text.lines().filter(|l| !l.trim().starts_with("<!-- from ")).map(|l| format!("{l}\n")).collect();
     let (errors, _) = check_page("retry-storm.md", &unmarked, &mut tables);
     assert!(!errors.is_empty() && errors.iter().all(|e| e.contains("without a")), "{errors:?}");
 }

@@ -188,8 +188,8 @@ pub struct Server {
     screens: bool,
     /// The answer to a full-queue rejection: `reject_status`, with "overloaded; don't retry"
     /// or no Retry-After. Kept whole, not put together per rejection: a reply assembled from
-    /// two 4-byte stores and read back as 8 bytes stalls the load (store-to-load forwarding),
-    /// which was 7 % of the thundering herd's time.
+    /// two 4-byte stores and read back as 8 bytes stalls the load (store-to-load forwarding;
+    /// see benches/README.md).
     reject_reply: Reply,
     drop_expired: bool,
     /// A parked request that now executes its key because the request executing it was
