@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# Regenerates README.md's generated parts from their sources: the key reference (between its
-# markers) from the schema (`retrysim schema --markdown`), and the validation summary from
+# Regenerates the generated parts of the documentation from their sources, between their
+# markers: docs/experiment-files.md's key reference from the schema (`retrysim schema
+# --markdown`), docs/outputs.md's column reference from the metric, series and manifest
+# declarations (`retrysim schema --outputs`), and README.md's validation summary from
 # VALIDATION.md's "## Summary" (run `retrysim validate` first when the model changed).
-# tests/readme.rs fails until this has been run after such a change.
+# tests/it/readme.rs fails until this has been run after such a change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo run --release --quiet -- schema --markdown > target/key-reference.md
+cargo run --release --quiet -- schema --outputs > target/outputs-reference.md
 python3 - <<'PY'
-readme = open("README.md").read()
+import os
 
-def splice(text, begin_marker, end_marker, body):
+def splice(path, begin_marker, end_marker, body):
+    text = open(path).read()
     begin = text.index(begin_marker)
     begin = text.index("-->", begin) + 3
     end = text.index(end_marker)
-    return text[:begin] + "\n" + body.strip() + "\n" + text[end:]
+    text = text[:begin] + "\n" + body.strip() + "\n" + text[end:]
+    open(path + ".tmp", "w").write(text)
+    os.replace(path + ".tmp", path)
 
-readme = splice(readme, "<!-- BEGIN KEY REFERENCE", "<!-- END KEY REFERENCE -->",
-                open("target/key-reference.md").read())
+splice("docs/experiment-files.md", "<!-- BEGIN KEY REFERENCE", "<!-- END KEY REFERENCE -->",
+       open("target/key-reference.md").read())
+splice("docs/outputs.md", "<!-- BEGIN OUTPUTS REFERENCE", "<!-- END OUTPUTS REFERENCE -->",
+       open("target/outputs-reference.md").read())
 validation = open("VALIDATION.md").read()
 start = validation.index("## Summary\n") + len("## Summary\n")
 end = validation.index("\n## ", start)
-readme = splice(readme, "<!-- BEGIN VALIDATION SUMMARY", "<!-- END VALIDATION SUMMARY -->",
-                validation[start:end])
-open("README.md.tmp", "w").write(readme)
+splice("README.md", "<!-- BEGIN VALIDATION SUMMARY", "<!-- END VALIDATION SUMMARY -->",
+       validation[start:end])
 PY
-mv README.md.tmp README.md

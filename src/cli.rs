@@ -61,9 +61,14 @@ pub struct ValidateArgs {
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// Print README's key reference (Markdown) instead of the JSON Schema.
-    #[arg(long)]
+    /// Print the key reference of docs/experiment-files.md (Markdown) instead of the JSON
+    /// Schema.
+    #[arg(long, conflicts_with = "outputs")]
     pub markdown: bool,
+    /// Print the column reference of docs/outputs.md (Markdown): every column of runs.csv,
+    /// summary.csv and timeseries.csv, and every field of manifest.json.
+    #[arg(long)]
+    pub outputs: bool,
 }
 
 #[derive(Debug, Args)]

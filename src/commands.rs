@@ -358,9 +358,11 @@ pub fn slurm(a: &SlurmArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// `retrysim schema`: the JSON Schema, or README's key reference.
+/// `retrysim schema`: the JSON Schema, the key reference or the outputs reference.
 pub fn schema(a: &SchemaArgs) -> Result<(), Error> {
-    if a.markdown {
+    if a.outputs {
+        print!("{}", crate::report::outputs_doc::outputs_reference());
+    } else if a.markdown {
         print!("{}", experiment::schema::markdown::reference());
     } else {
         print!("{}", experiment::schema::json::text());

@@ -7,8 +7,9 @@
 //!
 //! ## A tour in five steps
 //!
-//! **1. Describe an experiment** in TOML (the README has every key). Here 200 clients hit a
-//! server with 20 workers and no waiting room, comparing immediate retries with full jitter:
+//! **1. Describe an experiment** in TOML (docs/experiment-files.md has every key). Here 200
+//! clients hit a server with 20 workers and no waiting room, comparing immediate retries with
+//! full jitter:
 //!
 //! ```
 //! let text = r#"
@@ -77,7 +78,8 @@
 //!
 //! Determinism: the same experiment and seed give the same results on any number of threads,
 //! because every random stream is derived from the experiment seed and the run index alone
-//! (DESIGN §2 states the derivation) and results are collected in cell order.
+//! (DESIGN §2 states the derivation; [`engine::rng`] implements it) and results are collected
+//! in cell order.
 
 pub mod cli;
 pub mod commands;

@@ -1,19 +1,7 @@
 //! What happened over simulated time in one run, bucketed (`[output] bucket`, default 1 s):
 //! the columns of `timeseries.csv` (DESIGN §6). This is the one list of series; the writer,
-//! the aggregation across runs and the reports all read [`SERIES`].
-//!
-//! | series | per bucket | total over buckets |
-//! |---|---|---|
-//! | `offered` | attempts sent by clients | `calls` |
-//! | `accepted` | requests the server took in: started, queued, answered from the dedup store (a repeat of a finished idempotency key), or parked on a key in progress | |
-//! | `rejected` | requests it turned away without the work: fault answers and silence, the rate limiter's 429, the dedup store's 409, a full queue | `server_calls - accepted` |
-//! | `successes` | operations that ended in success | `succeeded` |
-//! | `failures` | operations that ended in failure (those pending at the horizon in the last bucket) | `failed` |
-//! | `timeouts` | attempts whose client stopped waiting before an answer | |
-//! | `in_service` | requests being served at the bucket's end | |
-//! | `queued` | requests waiting at the bucket's end | |
-//! | `duplicates` | side-effect executions beyond an operation's first | `duplicates` |
-//! | `success_rate` | success rate of the operations *started* in the bucket (empty if none) | |
+//! the aggregation across runs and the reports all read [`SERIES`], and docs/outputs.md is
+//! generated from it and [`SERIES_MEANING`].
 
 use crate::engine::{Instant, Span};
 
@@ -29,6 +17,30 @@ pub const SERIES: [&str; 10] = [
     "queued",
     "duplicates",
     "success_rate",
+];
+
+/// Unit and meaning of each series, in [`SERIES`]'s order (Markdown, for docs/outputs.md),
+/// with the summary metric its total over buckets equals, where there is one.
+pub const SERIES_MEANING: [(&str, &str); 10] = [
+    ("attempts per bucket", "attempts sent by clients (total over buckets: `calls`)"),
+    (
+        "requests per bucket",
+        "requests the server took in: started, queued, answered from the dedup store (a repeat of a finished idempotency key, answered its stored result without the work), or parked on a key in progress (`on_in_progress = \"wait\"`, answered later); an `after_effect` error counts as accepted (the work is done)",
+    ),
+    (
+        "requests per bucket",
+        "requests the server turned away without the work: fault answers and silence, the rate limiter's 429, the dedup store's 409 (a key in progress), a full queue (total over buckets: `server_calls - accepted`)",
+    ),
+    ("operations per bucket", "operations that ended in success (total: `succeeded`)"),
+    (
+        "operations per bucket",
+        "operations that ended in failure, those pending at the horizon in the last bucket (total: `failed`)",
+    ),
+    ("attempts per bucket", "attempts whose client stopped waiting before an answer"),
+    ("requests", "requests being served at the bucket's end"),
+    ("requests", "requests waiting at the bucket's end"),
+    ("executions per bucket", "side-effect executions beyond an operation's first (total: `duplicates`)"),
+    ("fraction of operations", "success rate of the operations *started* in the bucket (empty if none)"),
 ];
 
 /// Index of each count series in a bucket's array.

@@ -17,6 +17,7 @@ pub mod interval;
 pub mod manifest;
 pub mod merge;
 pub mod metric_info;
+pub mod outputs_doc;
 pub mod paths;
 mod render;
 pub mod table;

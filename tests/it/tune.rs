@@ -1,4 +1,4 @@
-//! `retrysim tune` (README "Tuning"): on problems whose optimum is known the recommendation
+//! `retrysim tune` (docs/tuning.md): on problems whose optimum is known the recommendation
 //! lands on it within the search resolution; tune.csv is consistent with the constraints and
 //! the recommendation; the same seed gives the same files on any thread count; bad `[tune]`
 //! sections are refused with the key (exit 2); nothing feasible is exit 1 with the binding

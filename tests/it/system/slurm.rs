@@ -1,4 +1,4 @@
-//! `retrysim slurm` (README "Running on a cluster"): the job scripts it writes, its errors, and
+//! `retrysim slurm` (docs/cluster.md): the job scripts it writes, its errors, and
 //! a real single-node Slurm cluster (scripts/slurm-local.sh) running a 12-point sweep as a
 //! 4-task job array plus its merge job. The merged files must be byte-identical to one
 //! `retrysim run`, also after a shard is deleted, made partial or fails and its task is
