@@ -14,7 +14,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use retrysim::engine::rng::run_seed;
 use retrysim::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue, Scheduler};
 use retrysim::experiment::{self, BackoffSpec, Duration, Experiment, Overrides};
+use retrysim::metrics::RunMetrics;
 use retrysim::model::{Calendar, Heap, QueueChoice, Radix, simulate_with};
+use retrysim::sweep::Cell;
 use std::hint::black_box;
 use std::path::Path;
 
@@ -162,6 +164,28 @@ fn occ_study(c: &mut Criterion) {
     g.finish();
 }
 
+/// Runs every cell of `exp` on `threads` of the sweep's worker threads, as `retrysim run`
+/// does, keeping nothing; returns the events processed.
+fn sweep_events(exp: &Experiment, threads: usize) -> u64 {
+    struct Discard;
+    impl retrysim::sweep::Sink for Discard {
+        type Error = std::convert::Infallible;
+        fn run(&mut self, _: Cell, _: u32, _: u64, _: &RunMetrics) -> Result<(), Self::Error> {
+            Ok(())
+        }
+        fn cell_done(&mut self, _: Cell) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+    let mut events = 0;
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let cells = retrysim::sweep::cells(exp, None);
+    let outcome =
+        retrysim::sweep::execute(exp, &cells, threads, &mut Discard, &mut |_, ev| events = ev, &never);
+    assert!(outcome.is_ok(), "the stop flag is never raised");
+    events
+}
+
 /// The AWS study with fewer runs per point (19 client counts x 5 strategies x 4 runs), on 1
 /// and 2 threads: the speed-up of a sweep of many cells.
 fn sweep_threads(c: &mut Criterion) {
@@ -171,9 +195,8 @@ fn sweep_threads(c: &mut Criterion) {
     let mut g = c.benchmark_group("sweep_aws_4_runs");
     g.sample_size(10).throughput(Throughput::Elements(events));
     for threads in [1usize, 2] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool");
-        g.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, _| {
-            b.iter(|| pool.install(|| retrysim::sweep::run(&exp, &|_| {}).events()))
+        g.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, &threads| {
+            b.iter(|| sweep_events(&exp, threads))
         });
     }
     g.finish();
@@ -183,12 +206,9 @@ fn sweep_threads(c: &mut Criterion) {
 fn sweep_aws(c: &mut Criterion) {
     let exp = load("aws-2015-jitter.toml", &[]);
     let events = retrysim::sweep::run(&exp, &|_| {}).events();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("thread pool");
     let mut g = c.benchmark_group("sweep_aws");
     g.sample_size(10).throughput(Throughput::Elements(events));
-    g.bench_function("threads_2", |b| {
-        b.iter(|| pool.install(|| retrysim::sweep::run(&exp, &|_| {}).events()))
-    });
+    g.bench_function("threads_2", |b| b.iter(|| sweep_events(&exp, 2)));
     g.finish();
 }
 

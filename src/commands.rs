@@ -7,18 +7,33 @@ use crate::cli::{
     TuneArgs, ValidateArgs,
 };
 use crate::experiment::{self, Experiment, Overrides};
+use crate::interrupt::Interrupt;
 use crate::policy::presets;
 use crate::progress::Progress;
-use crate::report::manifest::Manifest;
-use crate::report::writer::ResultWriter;
+use crate::results::manifest::Manifest;
+use crate::results::writer::ResultWriter;
 use crate::slurm::{self, ArrayJob};
 use crate::sweep::{self, Shard, Stopped};
-use crate::{Error, report};
+use crate::{Error, report, results};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Raised by Ctrl-C: workers finish their run and the writer deletes its temporary files.
-static STOP: AtomicBool = AtomicBool::new(false);
+/// The process's stop flag (SIGINT, SIGTERM, SIGHUP): workers finish their run and the writers
+/// delete their temporary files.
+fn interrupt() -> &'static Interrupt {
+    Interrupt::installed()
+}
+
+/// `Err(Interrupted)` once a signal arrived; `done` names a result already complete.
+fn stopped(done: Option<&Path>) -> Result<(), Error> {
+    if interrupt().signal().is_some() { Err(interrupted(done)) } else { Ok(()) }
+}
+
+/// The error of a verb stopped by the stop flag (raised only by a signal).
+fn interrupted(done: Option<&Path>) -> Error {
+    let signal =
+        interrupt().signal().expect("only a signal handler raises the stop flag, after it stored the signal");
+    Error::Interrupted { signal, done: done.map(Path::to_path_buf) }
+}
 
 /// Parses `--shard I/N`.
 fn shard(arg: Option<&str>) -> Result<Option<Shard>, Error> {
@@ -119,8 +134,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
     }
     let threads = a.threads.map(usize::from).unwrap_or_else(default_threads);
     afford(&a.file, &exp, threads)?;
-    // A second Ctrl-C (or one before the handler is set) ends the process the usual way.
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    let stop = interrupt().flag();
 
     let cells = sweep::cells(&exp, shard);
     let total = cells.len() as u64 * exp.runs as u64;
@@ -138,11 +152,11 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
             events = ev;
             progress.update(done, ev);
         },
-        &STOP,
+        stop,
     );
     match outcome {
         Ok(()) => {}
-        Err(Stopped::Interrupted) => return Err(Error::Interrupted),
+        Err(Stopped::Interrupted) => return Err(interrupted(None)),
         Err(Stopped::Sink(e)) => return Err(e.into()),
     }
     let wall = started.elapsed().as_secs_f64();
@@ -153,9 +167,13 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
         crate::stats::peak_memory().map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
     );
     progress.finish(&line);
+    // Dropping the writer deletes its temporary files; the folder's earlier files stay.
+    stopped(None)?;
     let mut written = writer.commit()?;
+    stopped(Some(&out))?;
     // The report reads the files just written: `plot DIR` draws the same from them.
     written.extend(report::render_report(&out, &report::ReportOptions::default())?);
+    stopped(Some(&out))?;
     if !a.quiet {
         for p in &written {
             println!("wrote {}", p.display());
@@ -229,7 +247,7 @@ pub fn tune(a: &TuneArgs) -> Result<(), Error> {
         .threads
         .map(usize::from)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    let stop = interrupt().flag();
     let interval = std::time::Duration::from_secs_f64(a.progress_interval.max(0.0));
     // Shared by the search's callback and the end of this function.
     let progress =
@@ -241,14 +259,20 @@ pub fn tune(a: &TuneArgs) -> Result<(), Error> {
         crate::tune::Event::Planned(n) => progress.borrow_mut().set_total(n),
         crate::tune::Event::Done(done, events) => progress.borrow_mut().update(done, events),
     };
-    let t = crate::tune::search(&exp, spec, threads, &STOP, &mut report).map_err(|_| Error::Interrupted)?;
+    let t = match crate::tune::search(&exp, spec, threads, stop, &mut report) {
+        Ok(t) => t,
+        Err(Stopped::Interrupted) => return Err(interrupted(None)),
+        Err(Stopped::Sink(never)) => match never {},
+    };
     let wall = started.elapsed().as_secs_f64();
     let line = format!(
         "{}: tune: {} runs, {} events in {wall:.1} s on {threads} thread(s)",
         exp.name, t.runs_spent, t.events
     );
     progress.borrow().finish(&line);
+    stopped(None)?;
     let written = crate::tune::output::write(&t, &out)?;
+    stopped(Some(&out))?;
     if !a.quiet {
         for p in &written {
             println!("wrote {}", p.display());
@@ -290,8 +314,13 @@ fn rank_constraints(r: &RankArgs, known_metrics: bool) -> Result<Vec<report::Con
 
 /// `retrysim merge`: join shard folders.
 pub fn merge(a: &MergeArgs) -> Result<(), Error> {
-    let mut written = report::merge::merge(&a.out, &a.shards)?;
+    let mut written = match results::merge::merge(&a.out, &a.shards, interrupt().flag()) {
+        Err(results::merge::MergeError::Interrupted) => return Err(interrupted(None)),
+        other => other?,
+    };
+    stopped(Some(&a.out))?;
     written.extend(report::render_report(&a.out, &report::ReportOptions::default())?);
+    stopped(Some(&a.out))?;
     for p in written {
         println!("wrote {}", p.display());
     }
@@ -319,7 +348,10 @@ pub fn slurm(a: &SlurmArgs) -> Result<(), Error> {
         run_args,
     };
     let job = ArrayJob::new(&exp, &options)?;
-    for p in job.write()? {
+    let _ = interrupt();
+    let written = job.write()?;
+    stopped(Some(&job.dir))?;
+    for p in written {
         println!("wrote {}", p.display());
     }
     let cells = sweep::cells(&exp, None).len();
@@ -426,7 +458,8 @@ pub fn validate(a: &ValidateArgs) -> Result<(), Error> {
     let suite = a.suite.clone().unwrap_or_else(|| PathBuf::from(crate::validation::SUITE_DIR));
     let started = std::time::Instant::now();
     let mut last = started;
-    let findings = crate::validation::run(&suite, &a.checks, &mut |f, events| {
+    let stop = interrupt().flag();
+    let findings = crate::validation::run(&suite, &a.checks, stop, &mut |f, events| {
         if !a.quiet {
             let now = std::time::Instant::now();
             eprintln!(
@@ -438,11 +471,16 @@ pub fn validate(a: &ValidateArgs) -> Result<(), Error> {
             );
             last = now;
         }
-    })?;
+    });
+    let findings = match findings {
+        Err(crate::validation::ValidationError::Interrupted) => return Err(interrupted(None)),
+        other => other?,
+    };
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&dir).map_err(report::WriteError::at(&dir))?;
+    std::fs::create_dir_all(&dir).map_err(results::WriteError::at(&dir))?;
     let path = dir.join(crate::validation::FILE);
-    report::write_atomically(&path, crate::validation::markdown::render(&findings).as_bytes())?;
+    results::write_atomically(&path, crate::validation::markdown::render(&findings).as_bytes())?;
+    stopped(Some(&dir))?;
     let failed: Vec<String> = findings.iter().filter(|f| !f.passed()).map(|f| f.id.clone()).collect();
     if !a.quiet {
         eprintln!(

@@ -1,8 +1,10 @@
 //! The errors `retrysim` reports, and their exit codes.
 
 use crate::experiment::ConfigError;
-use crate::report::merge::MergeError;
-use crate::report::{ReportError, WriteError};
+use crate::interrupt::Signal;
+use crate::report::ReportError;
+use crate::results::WriteError;
+use crate::results::merge::MergeError;
 use crate::slurm::SlurmError;
 use crate::validation::ValidationError;
 
@@ -43,13 +45,27 @@ pub enum Error {
     /// The validation suite ran and some checks failed (exit code 1); VALIDATION.md says which.
     #[error("{failed} of {total} validation check(s) failed: {}; see {}", names.join(", "), path.display())]
     ChecksFailed { failed: usize, total: usize, names: Vec<String>, path: std::path::PathBuf },
-    /// The run was interrupted (Ctrl-C) before it finished (exit code 1).
-    #[error("interrupted: no output was written (files from an earlier run, if any, are untouched)")]
-    Interrupted,
+    /// A signal (Ctrl-C's SIGINT, SIGTERM, SIGHUP) stopped the verb (exit code 128 + its
+    /// number: 130, 143, 129). `done` names the folder when its output was already complete.
+    #[error("{}", interrupted(*signal, done.as_deref()))]
+    Interrupted { signal: Signal, done: Option<std::path::PathBuf> },
+}
+
+fn interrupted(signal: Signal, done: Option<&std::path::Path>) -> String {
+    match done {
+        None => format!(
+            "interrupted by {signal}: no output was written, temporary files removed (files from an earlier run, if any, are untouched)"
+        ),
+        Some(dir) => format!(
+            "interrupted by {signal} after the output in {} was complete (temporary files removed)",
+            dir.display()
+        ),
+    }
 }
 
 impl Error {
-    /// 2 for bad input, 1 for everything else (DESIGN §8).
+    /// 2 for bad input, 128 + the signal's number when a signal stopped the verb, 1 for
+    /// everything else (DESIGN §8).
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(_) | Error::Flag { .. } => 2,
@@ -59,7 +75,8 @@ impl Error {
             Error::Report(_) => 2,
             Error::Validation(ValidationError::Config(_) | ValidationError::UnknownCheck(..)) => 2,
             Error::Validation(_) | Error::ChecksFailed { .. } => 1,
-            Error::Write(_) | Error::Interrupted | Error::NothingFeasible { .. } => 1,
+            Error::Interrupted { signal, .. } => signal.exit_code(),
+            Error::Write(_) | Error::NothingFeasible { .. } => 1,
         }
     }
 }

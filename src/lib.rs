@@ -51,7 +51,7 @@
 //! // 5. Or stream every result into a folder: runs.csv, summary.csv, timeseries.csv and
 //! //    manifest.json, each renamed into place once complete.
 //! let dir = std::env::temp_dir().join("retrysim-tour");
-//! let mut writer = retrysim::report::writer::ResultWriter::create(&dir, &exp, None)?;
+//! let mut writer = retrysim::results::writer::ResultWriter::create(&dir, &exp, None)?;
 //! let cells = retrysim::sweep::cells(&exp, None);
 //! let stop = std::sync::atomic::AtomicBool::new(false);
 //! retrysim::sweep::execute(&exp, &cells, 2, &mut writer, &mut |_, _| {}, &stop)
@@ -69,8 +69,10 @@
 //! - [`model`]: workloads, network, faults and the `queue` and `occ` servers, wired to events.
 //! - [`experiment`]: TOML -> validated [`experiment::Experiment`] (`--set`, sweeps, checks).
 //! - [`metrics`]: the per-run recorder and the metric columns; [`sweep`] runs the cells;
-//!   [`report`] turns results into files; [`slurm`] writes the job scripts that run a sweep's
-//!   shards on a cluster.
+//!   [`results`] streams them into files (CSVs, manifest, merged shards); [`report`] reads
+//!   a finished folder and draws its charts, report.html and the comparison; [`slurm`]
+//!   writes the job scripts that run a sweep's shards on a cluster; [`interrupt`] turns
+//!   SIGINT, SIGTERM and SIGHUP into the stop flag every long verb polls.
 //! - [`tune`]: `retrysim tune`, the search for the values of one strategy's keys that
 //!   optimise a metric under constraints (the file's `[tune]`).
 //! - [`validation`]: the validation suite (`retrysim validate`): every model against theory
@@ -86,11 +88,13 @@ pub mod commands;
 pub mod engine;
 mod error;
 pub mod experiment;
+pub mod interrupt;
 pub mod metrics;
 pub mod model;
 pub mod policy;
 pub mod progress;
 pub mod report;
+pub mod results;
 pub mod slurm;
 pub mod stats;
 pub mod sweep;

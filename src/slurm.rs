@@ -12,7 +12,7 @@
 //! DIR/array.sbatch`) and then the merge gives the same bytes as the first time.
 
 use crate::experiment::Experiment;
-use crate::report::{self, WriteError};
+use crate::results::{self, WriteError};
 use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -397,10 +397,10 @@ fn sbatch(args: &[&OsStr], script: &Path, job: &ArrayJob) -> Result<String, Slur
     Ok(id)
 }
 
-/// Writes `bytes` to `path` like [`report::write_atomically`], with the executable bits set
+/// Writes `bytes` to `path` like [`results::write_atomically`], with the executable bits set
 /// before the rename.
 fn write_executable(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let mut tmp = report::temporary_next_to(path)?;
+    let mut tmp = results::temporary_next_to(path)?;
     tmp.write_all(bytes).map_err(WriteError::at(path))?;
     #[cfg(unix)]
     {
@@ -409,7 +409,7 @@ fn write_executable(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
             .set_permissions(std::fs::Permissions::from_mode(0o755))
             .map_err(WriteError::at(path))?;
     }
-    report::persist(tmp, path)
+    results::persist(tmp, path)
 }
 
 /// Whether `t` is a Slurm time limit (`sbatch --time`).

@@ -1,6 +1,6 @@
 //! What can go wrong while reading a result folder or drawing its report.
 
-use super::WriteError;
+use crate::results::WriteError;
 use std::path::PathBuf;
 
 /// An error of the report layer. Every message names the file it concerns and says what to

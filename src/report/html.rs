@@ -7,25 +7,8 @@ use super::format::{cell, with_interval};
 use super::metric_info::{KEY_METRICS, axis_title};
 use super::paths;
 use super::table::ResultSet;
+use super::text::escape;
 use std::fmt::Write as _;
-
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Control characters other than tab and newline are not allowed in HTML text.
-            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const STYLE: &str = "\
 body{font-family:'DejaVu Sans',Verdana,sans-serif;max-width:60rem;margin:1.5rem auto;padding:0 1rem;color:#222;line-height:1.45}
@@ -188,15 +171,4 @@ fn summary_table(h: &mut String, set: &ResultSet) {
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody>\n</table>\n");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
-        assert_eq!(escape("a\u{1b}b\n"), "a\u{FFFD}b\n");
-    }
 }

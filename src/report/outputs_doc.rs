@@ -5,7 +5,7 @@
 //! differs from this text (`retrysim schema --outputs` prints it;
 //! `scripts/readme-generated.sh` splices it into the page).
 
-use super::manifest::Manifest;
+use crate::results::manifest::Manifest;
 use super::metric_info;
 use crate::metrics::series::{SERIES, SERIES_MEANING};
 use crate::metrics::summary::METRICS;

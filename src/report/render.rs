@@ -3,30 +3,9 @@
 
 use super::compare::{CompareOptions, comparison};
 use super::table::ResultSet;
-use super::{ReportError, WriteError, chart, html, paths, write_atomically};
+use super::{ReportError, ReportOptions, chart, html, paths};
+use crate::results::{WriteError, write_atomically};
 use std::path::{Path, PathBuf};
-
-/// What to draw.
-#[derive(Clone, Debug)]
-pub struct ReportOptions {
-    /// Time series and latency distributions are drawn per sweep point for at most this
-    /// many points (the first, the last and evenly spaced ones between).
-    pub max_points: usize,
-    /// Metrics that get a heatmap per strategy when two keys are swept.
-    pub heatmap_metrics: Vec<String>,
-    /// The comparison shown in the report (its `color` is ignored there).
-    pub compare: CompareOptions,
-}
-
-impl Default for ReportOptions {
-    fn default() -> Self {
-        ReportOptions {
-            max_points: 6,
-            heatmap_metrics: ["success_rate", "amplification", "latency_p99_s"].map(String::from).to_vec(),
-            compare: CompareOptions::default(),
-        }
-    }
-}
 
 /// Reads the result folder `dir` and writes, atomically, every chart as SVG and PNG into
 /// `dir/charts/` and the page `dir/report.html` (names in [`paths`]). Returns the paths

@@ -1,4 +1,7 @@
-//! The files of a finished run, parsed into typed in-memory tables.
+//! The files of a finished run, parsed into typed tables whose size does not grow with the
+//! number of runs: summary.csv and timeseries.csv (one row per cell, or per cell and time
+//! bucket) are held as they are; runs.csv is streamed into one [`RunCell`] per cell (counts,
+//! and the [`RunDistribution`] of each metric of [`DISTRIBUTED_METRICS`]).
 //!
 //! The report reads nothing else: `retrysim run` and `retrysim plot DIR` both draw from a
 //! [`ResultSet`] read from the folder, so they give byte-identical charts. Columns are found
@@ -6,7 +9,8 @@
 
 use super::ReportError;
 use super::interval::Estimate;
-use super::manifest::{FaultInfo as Fault, Manifest};
+use super::run_distribution::RunDistribution;
+use crate::results::manifest::{FaultInfo as Fault, Manifest};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -19,17 +23,15 @@ pub const TIMESERIES_CSV: &str = "timeseries.csv";
 /// What the folder was made from; optional (older folders lack it).
 pub const MANIFEST_JSON: &str = "manifest.json";
 
-/// The raw contents of a result folder's files.
+/// The per-run metrics whose distribution over runs the report draws (the latency chart).
+pub const DISTRIBUTED_METRICS: [&str; 2] = ["latency_p99_s", "latency_p50_s"];
+
+/// The small contents of a result folder's files; runs.csv is streamed, never held.
 #[derive(Clone, Debug, Default)]
-pub struct ResultFiles {
-    /// summary.csv.
-    pub summary: Vec<u8>,
-    /// runs.csv.
-    pub runs: Vec<u8>,
-    /// timeseries.csv, when present.
-    pub timeseries: Option<Vec<u8>>,
-    /// manifest.json, when present.
-    pub manifest: Option<Vec<u8>>,
+struct ResultFiles {
+    summary: Vec<u8>,
+    timeseries: Option<Vec<u8>>,
+    manifest: Option<Vec<u8>>,
 }
 
 /// A sweep point: the values of the swept keys, plus what the manifest says about it.
@@ -58,17 +60,15 @@ pub struct SummaryRow {
     pub sd: Vec<Option<f64>>,
 }
 
-/// One row of runs.csv.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunRow {
-    /// Index into [`ResultSet::points`].
-    pub point: usize,
-    /// Index into [`ResultSet::strategies`].
-    pub strategy: usize,
-    /// Replication index.
-    pub run: u64,
-    /// Value per metric, indexed like [`ResultSet::metrics`].
-    pub values: Vec<Option<f64>>,
+/// What runs.csv says about one (point, strategy), in memory bounded whatever its runs.
+#[derive(Clone, Debug, Default)]
+pub struct RunCell {
+    /// Rows of runs.csv.
+    pub rows: u64,
+    /// Rows with a value, per metric (indexed like [`ResultSet::metrics`]).
+    pub with_value: Vec<u64>,
+    /// The distribution over runs of each of [`DISTRIBUTED_METRICS`] (in that order).
+    pub distributions: Vec<RunDistribution>,
 }
 
 /// timeseries.csv: per (point, strategy), one row per time bucket.
@@ -127,8 +127,8 @@ pub struct ResultSet {
     pub metrics: Vec<String>,
     /// summary.csv rows.
     pub summary: Vec<SummaryRow>,
-    /// runs.csv rows.
-    pub runs: Vec<RunRow>,
+    /// runs.csv, summarised per (point, strategy).
+    pub runs: BTreeMap<(usize, usize), RunCell>,
     /// timeseries.csv, when the folder has one.
     pub timeseries: Option<TimeSeries>,
 }
@@ -232,15 +232,22 @@ impl ResultSet {
         };
         let files = ResultFiles {
             summary: read(SUMMARY_CSV)?,
-            runs: read(RUNS_CSV)?,
             timeseries: optional(TIMESERIES_CSV)?,
             manifest: optional(MANIFEST_JSON)?,
         };
-        ResultSet::from_files(dir, &files)
+        let runs_path = dir.join(RUNS_CSV);
+        let runs = std::fs::File::open(&runs_path)
+            .map_err(|source| ReportError::Read { path: runs_path.clone(), source })?;
+        ResultSet::from_files(dir, &files, std::io::BufReader::with_capacity(1 << 16, runs))
     }
 
-    /// Parses the files' contents; `dir` only names them in messages.
-    pub fn from_files(dir: &Path, files: &ResultFiles) -> Result<ResultSet, ReportError> {
+    /// Parses the files' contents, streaming `runs` (runs.csv); `dir` only names them in
+    /// messages.
+    fn from_files(
+        dir: &Path,
+        files: &ResultFiles,
+        runs: impl std::io::Read,
+    ) -> Result<ResultSet, ReportError> {
         let manifest = match &files.manifest {
             Some(bytes) => Manifest::parse(bytes)
                 .map_err(|message| ReportError::Manifest { path: dir.join(MANIFEST_JSON), message })?,
@@ -270,7 +277,7 @@ impl ResultSet {
             points: Vec::new(),
             metrics: Vec::new(),
             summary: Vec::new(),
-            runs: Vec::new(),
+            runs: BTreeMap::new(),
             timeseries: None,
             manifest,
         };
@@ -319,20 +326,7 @@ impl ResultSet {
             set.summary.push(SummaryRow { point, strategy, runs, mean, sd });
         }
 
-        let runs = Csv::parse(&dir.join(RUNS_CSV), &files.runs)?;
-        set.runs =
-            set.parse_cells(&runs, "run", &point_index, |set, line, point, strategy, cells, csv| {
-                let run_col = csv.column("run")?;
-                let run = csv.integer(line, run_col, &cells[run_col])?;
-                let mut values = Vec::with_capacity(set.metrics.len());
-                for m in &set.metrics {
-                    values.push(match csv.header.iter().position(|h| h == m) {
-                        Some(c) => csv.number(line, c, &cells[c])?,
-                        None => None,
-                    });
-                }
-                Ok(RunRow { point, strategy, run, values })
-            })?;
+        set.runs = set.summarise_runs(&dir.join(RUNS_CSV), runs, &point_index)?;
 
         if let Some(bytes) = &files.timeseries {
             let ts = Csv::parse(&dir.join(TIMESERIES_CSV), bytes)?;
@@ -365,15 +359,73 @@ impl ResultSet {
         Ok(set)
     }
 
-    /// Parses the rows of runs.csv or timeseries.csv: checks the swept columns and the
-    /// strategy against summary.csv's, then lets `row` read the rest.
-    fn parse_cells<T>(
+    /// Streams runs.csv into one [`RunCell`] per (point, strategy): each row is checked and
+    /// counted, and dropped.
+    fn summarise_runs(
         &self,
-        csv: &Csv,
-        after: &str,
+        path: &Path,
+        runs: impl std::io::Read,
         points: &BTreeMap<Vec<String>, usize>,
-        row: impl Fn(&ResultSet, u64, usize, usize, &[String], &Csv) -> Result<T, ReportError>,
-    ) -> Result<Vec<T>, ReportError> {
+    ) -> Result<BTreeMap<(usize, usize), RunCell>, ReportError> {
+        let csv_err = |e: csv::Error| ReportError::Csv {
+            path: path.to_path_buf(),
+            line: e.position().map_or(0, |p| p.line()),
+            message: e.to_string(),
+        };
+        let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(runs);
+        let header: Vec<String> = reader.headers().map_err(csv_err)?.iter().map(str::to_string).collect();
+        if header.iter().all(|h| h.is_empty()) {
+            return Err(ReportError::Csv {
+                path: path.to_path_buf(),
+                line: 1,
+                message: "the file is empty: no header".into(),
+            });
+        }
+        // The checks and number parsing of the in-memory files, on a table with no rows.
+        let csv = Csv { path: path.to_path_buf(), header, rows: Vec::new() };
+        let strategy_col = self.check_cell_columns(&csv, "run")?;
+        let run_col = csv.column("run")?;
+        let metric_cols: Vec<Option<usize>> =
+            self.metrics.iter().map(|m| csv.header.iter().position(|h| h == m)).collect();
+        let distributed: Vec<Option<usize>> =
+            DISTRIBUTED_METRICS.iter().map(|name| self.metric_index(name)).collect();
+        let mut cells: BTreeMap<(usize, usize), RunCell> = BTreeMap::new();
+        let mut record = csv::StringRecord::new();
+        let mut key: Vec<String> = Vec::new();
+        while reader.read_record(&mut record).map_err(csv_err)? {
+            let line = record.position().map_or(0, |p| p.line());
+            let row: Vec<&str> = record.iter().collect();
+            key.clear();
+            key.extend(row[..strategy_col].iter().map(|c| c.to_string()));
+            let (point, strategy) = self.cell_of(&csv, line, points, &key, row[strategy_col])?;
+            csv.integer(line, run_col, row[run_col])?;
+            let cell = cells.entry((point, strategy)).or_insert_with(|| RunCell {
+                rows: 0,
+                with_value: vec![0; self.metrics.len()],
+                distributions: vec![RunDistribution::default(); DISTRIBUTED_METRICS.len()],
+            });
+            cell.rows += 1;
+            let mut values = Vec::with_capacity(metric_cols.len());
+            for (m, col) in metric_cols.iter().enumerate() {
+                let value = match col {
+                    Some(c) => csv.number(line, *c, row[*c])?,
+                    None => None,
+                };
+                cell.with_value[m] += value.is_some() as u64;
+                values.push(value);
+            }
+            for (d, metric) in distributed.iter().enumerate() {
+                if let Some(v) = metric.and_then(|m| values[m]) {
+                    cell.distributions[d].push(v);
+                }
+            }
+        }
+        Ok(cells)
+    }
+
+    /// Checks that a per-cell file's swept columns are summary.csv's and that it has the
+    /// column `after`; returns the strategy column.
+    fn check_cell_columns(&self, csv: &Csv, after: &str) -> Result<usize, ReportError> {
         let strategy_col = csv.column("strategy")?;
         csv.column(after)?;
         if csv.header[..strategy_col] != self.sweep_keys[..] {
@@ -386,18 +438,43 @@ impl ResultSet {
                 ),
             });
         }
+        Ok(strategy_col)
+    }
+
+    /// The (point, strategy) of a row of a per-cell file, which must be one of summary.csv's.
+    fn cell_of(
+        &self,
+        csv: &Csv,
+        line: u64,
+        points: &BTreeMap<Vec<String>, usize>,
+        values: &[String],
+        name: &str,
+    ) -> Result<(usize, usize), ReportError> {
+        let point = *points.get(values).ok_or_else(|| ReportError::Inconsistent {
+            path: csv.path.clone(),
+            message: format!("line {line}: sweep point {values:?} is not in summary.csv"),
+        })?;
+        let strategy = self.strategy_index(name).ok_or_else(|| ReportError::Inconsistent {
+            path: csv.path.clone(),
+            message: format!("line {line}: strategy `{name}` is not in summary.csv"),
+        })?;
+        Ok((point, strategy))
+    }
+
+    /// Parses the rows of timeseries.csv: checks the swept columns and the strategy against
+    /// summary.csv's, then lets `row` read the rest.
+    fn parse_cells<T>(
+        &self,
+        csv: &Csv,
+        after: &str,
+        points: &BTreeMap<Vec<String>, usize>,
+        row: impl Fn(&ResultSet, u64, usize, usize, &[String], &Csv) -> Result<T, ReportError>,
+    ) -> Result<Vec<T>, ReportError> {
+        let strategy_col = self.check_cell_columns(csv, after)?;
         let mut out = Vec::with_capacity(csv.rows.len());
         for (line, cells) in &csv.rows {
-            let values = &cells[..strategy_col];
-            let point = *points.get(values).ok_or_else(|| ReportError::Inconsistent {
-                path: csv.path.clone(),
-                message: format!("line {line}: sweep point {values:?} is not in summary.csv"),
-            })?;
-            let name = &cells[strategy_col];
-            let strategy = self.strategy_index(name).ok_or_else(|| ReportError::Inconsistent {
-                path: csv.path.clone(),
-                message: format!("line {line}: strategy `{name}` is not in summary.csv"),
-            })?;
+            let (point, strategy) =
+                self.cell_of(csv, *line, points, &cells[..strategy_col], &cells[strategy_col])?;
             out.push(row(self, *line, point, strategy, cells, csv)?);
         }
         Ok(out)
@@ -426,14 +503,11 @@ impl ResultSet {
         self.summary.iter().find(|r| r.point == point && r.strategy == strategy)
     }
 
-    /// The values of one metric over the runs of one (point, strategy), in run order; runs
-    /// without a value are left out.
-    pub fn run_values(&self, point: usize, strategy: usize, metric: usize) -> Vec<f64> {
-        self.runs
-            .iter()
-            .filter(|r| r.point == point && r.strategy == strategy)
-            .filter_map(|r| r.values[metric])
-            .collect()
+    /// The distribution over the runs of one (point, strategy) of one metric of
+    /// [`DISTRIBUTED_METRICS`]; `None` for other metrics or a cell without runs.
+    pub fn run_distribution(&self, point: usize, strategy: usize, metric: &str) -> Option<&RunDistribution> {
+        let d = DISTRIBUTED_METRICS.iter().position(|m| *m == metric)?;
+        self.runs.get(&(point, strategy)).map(|c| &c.distributions[d])
     }
 
     /// The mean of one metric for one (point, strategy) with its 95 % interval: the mean and
@@ -442,10 +516,10 @@ impl ResultSet {
     pub fn estimate(&self, point: usize, strategy: usize, metric: usize) -> Option<Estimate> {
         let row = self.summary_row(point, strategy)?;
         let mean = row.mean[metric]?;
-        let cell_runs = self.runs.iter().filter(|r| r.point == point && r.strategy == strategy);
-        let (rows, with_value) =
-            cell_runs.fold((0u64, 0u64), |(n, v), r| (n + 1, v + r.values[metric].is_some() as u64));
-        let n = if rows == 0 { row.runs } else { with_value };
+        let n = match self.runs.get(&(point, strategy)) {
+            Some(cell) if cell.rows > 0 => cell.with_value[metric],
+            _ => row.runs,
+        };
         Some(Estimate::from_summary(mean, row.sd[metric], n))
     }
 

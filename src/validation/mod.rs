@@ -29,6 +29,7 @@ use crate::metrics::series::TimeSeries;
 use crate::sweep;
 use stats::Estimate;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 /// The suite's folder, relative to the repository root.
 pub const SUITE_DIR: &str = "experiments/validation";
@@ -237,6 +238,9 @@ pub enum ValidationError {
     /// `--check` named no check of the suite.
     #[error("no check named `{0}`; the checks are: {1}")]
     UnknownCheck(String, String),
+    /// The stop flag was raised (a signal) before every check had run.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// Runs the checks of `suite` (all of them when `only` is empty), in the list's order.
@@ -244,6 +248,7 @@ pub enum ValidationError {
 pub fn run(
     suite: &Path,
     only: &[String],
+    stop: &AtomicBool,
     progress: &mut dyn FnMut(&Finding, u64),
 ) -> Result<Vec<Finding>, ValidationError> {
     let ids: Vec<&str> = checks::CHECKS.iter().map(|c| c.id).collect();
@@ -256,7 +261,7 @@ pub fn run(
     for def in checks::CHECKS.iter().filter(|c| only.is_empty() || only.iter().any(|o| o == c.id)) {
         let file = suite.join(format!("{}.toml", def.id));
         let exp = experiment::load(&file, &Overrides::default())?;
-        let results = collect(&exp, def.series);
+        let results = collect(&exp, def.series, stop)?;
         let suite_err = |reason: String| ValidationError::Suite { file: file.display().to_string(), reason };
         let evaluation = (def.evaluate)(&exp, &results, suite).map_err(suite_err)?;
         let finding = Finding {
@@ -275,7 +280,7 @@ pub fn run(
 
 /// Runs every cell of `exp` on one thread per core and keeps the metrics in memory, without
 /// their time series unless `series` (a long horizon makes them the bulk of the memory).
-fn collect(exp: &Experiment, series: bool) -> sweep::Results {
+fn collect(exp: &Experiment, series: bool, stop: &AtomicBool) -> Result<sweep::Results, ValidationError> {
     struct Collect {
         series: bool,
         results: sweep::Results,
@@ -300,10 +305,9 @@ fn collect(exp: &Experiment, series: bool) -> sweep::Results {
     }
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let mut sink = Collect { series, results: sweep::Results::default() };
-    let never = std::sync::atomic::AtomicBool::new(false);
-    match sweep::execute(exp, &sweep::cells(exp, None), threads, &mut sink, &mut |_, _| {}, &never) {
-        Ok(()) => sink.results,
-        Err(sweep::Stopped::Interrupted) => unreachable!("the stop flag is never raised"),
+    match sweep::execute(exp, &sweep::cells(exp, None), threads, &mut sink, &mut |_, _| {}, stop) {
+        Ok(()) => Ok(sink.results),
+        Err(sweep::Stopped::Interrupted) => Err(ValidationError::Interrupted),
         Err(sweep::Stopped::Sink(never)) => match never {},
     }
 }

@@ -161,7 +161,7 @@ fn imported_tops(code: &str, module: &[String]) -> BTreeSet<String> {
     let chars: Vec<char> = code.chars().collect();
     let text: String = chars.iter().collect();
     let ident = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
-    let mut push_tree = |rest: &str, base: &[String], tops: &mut BTreeSet<String>| {
+    let push_tree = |rest: &str, base: &[String], tops: &mut BTreeSet<String>| {
         // `rest` follows `crate::` (base empty) or the resolved `super::` chain.
         if let Some(group) = rest.strip_prefix('{') {
             // Split the group's top level at commas.

@@ -24,6 +24,7 @@ mod recovery;
 mod report;
 mod server_stages;
 mod shards;
+mod signals;
 mod support;
 mod system;
 mod tune;

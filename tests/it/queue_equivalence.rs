@@ -73,7 +73,7 @@ backoff = { kind = "decorrelated-jitter-v2", base = "20ms", cap = "1s" }
 /// Every output file's bytes.
 fn csv(exp: &Experiment, r: &Results) -> Vec<(String, Vec<u8>)> {
     let dir = tempfile::tempdir().unwrap();
-    let written = retrysim::report::writer::write_results(dir.path(), exp, r).unwrap();
+    let written = retrysim::results::writer::write_results(dir.path(), exp, r).unwrap();
     written
         .iter()
         .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(p).unwrap()))

@@ -271,7 +271,8 @@ fn tables_are_read_by_column_name() {
     let set = ResultSet::read_dir(dir.path()).unwrap();
     let m = set.metric_index("new_metric").unwrap();
     assert_eq!(set.summary[0].mean[m], Some(7.0));
-    assert_eq!(set.runs[0].values[m], Some(7.0));
+    let first = set.runs.values().next().unwrap();
+    assert!(first.rows > 0 && first.with_value[m] == first.rows, "runs.csv's new column is read");
     // Without a manifest the folder still reads: names from the folder and the CSV.
     std::fs::remove_file(dir.path().join("manifest.json")).unwrap();
     std::fs::remove_file(dir.path().join("timeseries.csv")).unwrap();
@@ -385,4 +386,41 @@ fn ranking_lists_feasible_rows_and_names_the_binding_constraint() {
     );
     let e = rank(&set, "calls", &[c("sucess_rate >= 0.9")]).unwrap_err();
     assert!(e.to_string().contains("did you mean `success_rate`?"), "{e}");
+}
+
+/// A copy of `name` whose runs.csv holds each of its rows `times` times.
+fn with_runs_repeated(name: &str, times: usize) -> tempfile::TempDir {
+    let dir = copy_fixture(name);
+    let path = dir.path().join("runs.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (header, rows) = text.split_once('\n').unwrap();
+    let mut out = String::with_capacity(header.len() + rows.len() * times);
+    out.push_str(header);
+    out.push('\n');
+    for _ in 0..times {
+        out.push_str(rows);
+    }
+    std::fs::write(&path, out).unwrap();
+    dir
+}
+
+#[test]
+fn the_report_does_not_grow_with_the_runs() {
+    // storm-nosweep has 10 runs per strategy: 200 and 20,000.
+    let size = |times: usize| {
+        let dir = with_runs_repeated("storm-nosweep", times);
+        render_report(dir.path(), &ReportOptions::default()).unwrap();
+        let html = std::fs::read(dir.path().join("report.html")).unwrap().len();
+        let latency = std::fs::read(dir.path().join("charts/latency-runs-cdf.svg")).unwrap().len();
+        (html, latency)
+    };
+    let (html_200, latency_200) = size(20);
+    let (html_20k, latency_20k) = size(2000);
+    // Cells of more than 500 runs are drawn through 500 quantiles: 2.5 x the points of 200
+    // runs at most, where drawing every run would be 100 x.
+    assert!(
+        latency_20k < 3 * latency_200,
+        "latency chart: {latency_200} B at 200 runs, {latency_20k} B at 20,000"
+    );
+    assert!(html_20k < 2 * html_200, "report.html: {html_200} B at 200 runs, {html_20k} B at 20,000");
 }

@@ -5,10 +5,10 @@
 use super::axis::{Axis, Scale};
 use super::sweep_lines::param_axis;
 use super::{Chart, INK, Kind, err, font, mesh};
+use crate::report::ReportOptions;
 use crate::report::format;
 use crate::report::metric_info::{axis_title, label};
 use crate::report::paths;
-use crate::report::render::ReportOptions;
 use crate::report::table::ResultSet;
 use plotters::coord::Shift;
 use plotters::prelude::*;

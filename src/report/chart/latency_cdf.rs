@@ -1,11 +1,14 @@
 //! The latency distribution per strategy, as far as the files tell it: runs.csv holds each
 //! run's p50 and p99 latency, so this is the empirical CDF *over runs* of those percentiles
-//! (how the p99 varies from run to run), not a per-request latency CDF.
+//! (how the p99 varies from run to run), not a per-request latency CDF. A cell with more
+//! runs than [`EXACT_RUNS`] is drawn through that many quantiles of its runs
+//! ([`crate::report::run_distribution`]), so the chart's size does not grow with the runs.
 
 use super::axis::{Axis, Scale};
 use super::{Chart, Kind, LegendEntry, err, font, legend, legend_height, marker, mesh, strategy_color};
+use crate::report::ReportOptions;
 use crate::report::paths;
-use crate::report::render::ReportOptions;
+use crate::report::run_distribution::EXACT_RUNS;
 use crate::report::table::ResultSet;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -30,10 +33,12 @@ pub struct LatencyChart {
 
 /// One chart per shown point (at most `opts.max_points`).
 pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
-    let cols: Vec<(&str, usize)> = [("p99", "latency_p99_s"), ("p50", "latency_p50_s")]
+    let has_runs = |metric: &str| {
+        set.runs.keys().any(|&(p, s)| set.run_distribution(p, s, metric).is_some_and(|d| !d.is_empty()))
+    };
+    let cols: Vec<(&str, &str)> = [("p99", "latency_p99_s"), ("p50", "latency_p50_s")]
         .into_iter()
-        .filter_map(|(t, m)| set.metric_index(m).map(|i| (t, i)))
-        .filter(|&(_, m)| set.runs.iter().any(|r| r.values[m].is_some()))
+        .filter(|&(_, m)| has_runs(m))
         .collect();
     if cols.is_empty() {
         return Vec::new();
@@ -41,15 +46,16 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
     let shown = super::capped_points(set.points.len(), opts.max_points);
     let mut charts = Vec::new();
     for &p in &shown {
+        let mut summarised = false;
         let panels: Vec<CdfPanel> = cols
             .iter()
             .map(|&(title, m)| CdfPanel {
                 title: format!("{title} latency of each run"),
                 lines: (0..set.strategies.len())
                     .filter_map(|s| {
-                        let mut v = set.run_values(p, s, m);
-                        v.sort_by(f64::total_cmp);
-                        (!v.is_empty()).then_some((s, v))
+                        let d = set.run_distribution(p, s, m)?;
+                        summarised |= d.is_summarised();
+                        (!d.is_empty()).then(|| (s, d.plotted()))
                     })
                     .collect(),
             })
@@ -69,13 +75,21 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
             .map(|s| (s, set.strategies[s].clone()))
             .collect();
         let (capped, at) = super::point_notes(set, shown.len(), p, "");
+        let summarised = if summarised {
+            format!(
+                " Strategies with more than {EXACT_RUNS} runs are drawn through {EXACT_RUNS} evenly spaced quantiles of \
+                 their runs (each within 1 %)."
+            )
+        } else {
+            String::new()
+        };
         charts.push(Chart {
             stem: paths::latency_chart(p, set.points.len()),
             title: format!("Distribution over runs of the p99 and p50 latency{at}"),
             caption: format!(
                 "Empirical CDF over runs of each run's p99 (and p50) operation latency, per strategy: a point \
                  (x, y) says that a fraction y of the runs had that percentile at or below x. runs.csv holds only \
-                 per-run percentiles, so this is not a per-request latency distribution.{capped}"
+                 per-run percentiles, so this is not a per-request latency distribution.{summarised}{capped}"
             ),
             section: "Latency",
             size: (800, 110 + 340 * panels.len() as u32),

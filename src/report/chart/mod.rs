@@ -89,8 +89,8 @@ pub mod timeseries;
 pub mod tune;
 
 use super::ReportError;
+use super::ReportOptions;
 use super::paths;
-use super::render::ReportOptions;
 use super::table::ResultSet;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -351,7 +351,7 @@ impl Chart {
         }
         text.finish(&mut svg, &paths::svg_id_prefix(&self.stem));
         // Name the picture for screen readers and search.
-        let title = format!("<title>{}</title>\n", super::html::escape(&self.title));
+        let title = format!("<title>{}</title>\n", super::text::escape(&self.title));
         if let Some(at) = svg.find('>') {
             svg.insert_str(at + 1, &format!("\n{title}"));
         }

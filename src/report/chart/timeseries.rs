@@ -5,10 +5,10 @@
 
 use super::axis::Axis;
 use super::{Chart, INK, Kind, LegendEntry, err, font, legend, legend_height, mesh, strategy_color};
-use crate::report::manifest::FaultInfo as Fault;
+use crate::report::ReportOptions;
 use crate::report::paths;
-use crate::report::render::ReportOptions;
 use crate::report::table::ResultSet;
+use crate::results::manifest::FaultInfo as Fault;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 

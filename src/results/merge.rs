@@ -4,8 +4,14 @@
 //! in shard order under one header.
 
 use super::manifest::Manifest;
-use super::{WriteError, write_atomically};
+use super::{WriteError, persist, temporary_next_to, write_atomically};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Bytes read and written at a time.
+const BLOCK: usize = 1 << 16;
 
 /// Why shards cannot be merged.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +53,9 @@ pub enum MergeError {
         #[source]
         source: std::io::Error,
     },
+    /// A signal stopped the merge before any file was renamed into place.
+    #[error("merge interrupted")]
+    Interrupted,
     /// The merged files could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
@@ -56,14 +65,17 @@ impl MergeError {
     /// Bad input (2) unless the file system failed (1).
     pub fn exit_code(&self) -> i32 {
         match self {
-            MergeError::Read { .. } | MergeError::Write(_) => 1,
+            MergeError::Read { .. } | MergeError::Write(_) | MergeError::Interrupted => 1,
             _ => 2,
         }
     }
 }
 
-/// Merges `shards` into `out`; returns the paths written (manifest last).
-pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
+/// Merges `shards` into `out`; returns the paths written (manifest last). Each file streams
+/// through a temporary file in `out`, in bounded memory whatever the shards' size; every one
+/// is renamed into place only once all are complete, so an error or `stop` (polled between
+/// blocks) leaves `out`'s earlier files untouched.
+pub fn merge(out: &Path, shards: &[PathBuf], stop: &AtomicBool) -> Result<Vec<PathBuf>, MergeError> {
     let ordered = check(shards)?;
     let first = &ordered[0].1;
     let mut files = vec!["runs.csv", "summary.csv"];
@@ -71,28 +83,44 @@ pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError>
         files.push("timeseries.csv");
     }
     std::fs::create_dir_all(out).map_err(WriteError::at(out))?;
-    let mut written = Vec::new();
+    let mut merged = Vec::new();
     for name in files {
-        let mut merged: Vec<u8> = Vec::new();
+        let path = out.join(name);
+        let mut to = BufWriter::with_capacity(BLOCK, temporary_next_to(&path)?);
         let mut header: Option<Vec<u8>> = None;
         for (dir, _) in &ordered {
-            let path = dir.join(name);
-            let bytes =
-                std::fs::read(&path).map_err(|source| MergeError::Read { path: path.clone(), source })?;
-            let split = bytes.iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| i + 1);
-            let (head, rows) = bytes.split_at(split);
+            let from_path = dir.join(name);
+            let read_err = |source| MergeError::Read { path: from_path.clone(), source };
+            let mut from = BufReader::with_capacity(BLOCK, File::open(&from_path).map_err(read_err)?);
+            let mut head = Vec::new();
+            from.read_until(b'\n', &mut head).map_err(read_err)?;
             match &header {
                 None => {
-                    header = Some(head.to_vec());
-                    merged.extend_from_slice(head);
+                    to.write_all(&head).map_err(WriteError::at(&path))?;
+                    header = Some(head);
                 }
-                Some(h) if h.as_slice() != head => return Err(MergeError::HeaderMismatch { path }),
+                Some(h) if *h != head => return Err(MergeError::HeaderMismatch { path: from_path }),
                 Some(_) => {}
             }
-            merged.extend_from_slice(rows);
+            loop {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(MergeError::Interrupted);
+                }
+                let block = from.fill_buf().map_err(read_err)?;
+                if block.is_empty() {
+                    break;
+                }
+                to.write_all(block).map_err(WriteError::at(&path))?;
+                let n = block.len();
+                from.consume(n);
+            }
         }
-        let path = out.join(name);
-        write_atomically(&path, &merged)?;
+        let tmp = to.into_inner().map_err(|e| WriteError::at(&path)(e.into_error()))?;
+        merged.push((tmp, path));
+    }
+    let mut written = Vec::new();
+    for (tmp, path) in merged {
+        persist(tmp, &path)?;
         written.push(path);
     }
     let whole = Manifest { shard: None, ..first.clone() };
