@@ -79,6 +79,7 @@
 //! because every random stream is derived from (seed, point, run) and results are collected
 //! in cell order.
 
+pub mod assembly;
 pub mod cli;
 pub mod commands;
 pub mod engine;
