@@ -4,16 +4,17 @@
 //!
 //! Each repetition times one whole run of each, alternating (so a burst of load on a shared
 //! machine hits both): retrysim's run 0 of `experiments/herd-10k.toml` (as `retrysim run`
-//! does it: `model::simulate_with` on the default calendar queue, new queue and tables each
+//! does it: `assembly::simulate_with` on the default calendar queue, new queue and tables each
 //! run) and the bare loop (`benches/bare/mod.rs`). It prints the fastest and the median per
 //! run, and the ratio of the fastest. `scripts/bench-compare.sh` runs it (and its PGO build,
 //! when `scripts/pgo.sh` has made one) next to SimPy and the larger benchmarks.
 
 mod bare;
 
+use retrysim::assembly::simulate_with;
 use retrysim::engine::rng::run_seed;
 use retrysim::experiment::{self, Overrides};
-use retrysim::model::{Calendar, simulate_with};
+use retrysim::model::Calendar;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;

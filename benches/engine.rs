@@ -11,11 +11,12 @@ mod trace;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use retrysim::assembly::simulate_with;
 use retrysim::engine::rng::run_seed;
 use retrysim::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue, Scheduler};
 use retrysim::experiment::{self, BackoffSpec, Duration, Experiment, Overrides};
 use retrysim::metrics::RunMetrics;
-use retrysim::model::{Calendar, Heap, QueueChoice, Radix, simulate_with};
+use retrysim::model::{Calendar, Heap, QueueChoice, Radix};
 use retrysim::sweep::Cell;
 use std::hint::black_box;
 use std::path::Path;
@@ -89,7 +90,7 @@ fn backoff_draws(c: &mut Criterion) {
     const DRAWS: u64 = 1000;
     g.throughput(Throughput::Elements(DRAWS));
     for (name, spec) in kinds {
-        let b = retrysim::model::build::backoff(&spec);
+        let b = retrysim::assembly::client::backoff(&spec);
         g.bench_function(name, |bench| {
             let mut rng = rand_xoshiro::SplitMix64::seed_from_u64(3);
             bench.iter(|| {

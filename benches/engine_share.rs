@@ -9,10 +9,11 @@
 
 mod trace;
 
+use retrysim::assembly::simulate_with;
 use retrysim::engine::Scheduler;
 use retrysim::engine::rng::run_seed;
 use retrysim::experiment::{self, Experiment, Overrides};
-use retrysim::model::{Calendar, simulate_with};
+use retrysim::model::Calendar;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;

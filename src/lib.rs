@@ -83,6 +83,7 @@
 //! (DESIGN §2 states the derivation; [`engine::rng`] implements it) and results are collected
 //! in cell order.
 
+pub mod assembly;
 pub mod cli;
 pub mod commands;
 pub mod engine;

@@ -7,10 +7,11 @@
 //! `--shard I/N` runs a deterministic 1/N of the cells (contiguous, in output order), so that
 //! the shards' files, concatenated in shard order, are the whole run's files.
 
+use crate::assembly::simulate_with;
 use crate::engine::rng::run_seed;
 use crate::experiment::{Experiment, ExperimentSpec, Strategy};
 use crate::metrics::RunMetrics;
-use crate::model::{DefaultQueue, QueueChoice, simulate_with};
+use crate::model::{DefaultQueue, QueueChoice};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};

@@ -9,10 +9,11 @@
 // Shared by the `engine` and `engine_share` benches, each using part of it.
 #![allow(dead_code)]
 
+use retrysim::assembly::simulate_with;
 use retrysim::engine::rng::run_seed;
 use retrysim::engine::{CalendarQueue, EventQueue, HeapQueue, Instant, Nanos, Scheduler};
 use retrysim::experiment::Experiment;
-use retrysim::model::{QueueChoice, occ_model, queue_model, simulate_with};
+use retrysim::model::{QueueChoice, occ_model, queue_model};
 use std::cell::RefCell;
 
 /// One call a run made to its event queue.

@@ -93,7 +93,7 @@ pub enum Step {
 
 /// Every layer's policy and the tickets in flight.
 pub struct Gateways {
-    /// Each layer's retry policy ([`super::build::layer_policy`]), the first nearest the
+    /// Each layer's retry policy (`assembly::gateways::layer_policy`), the first nearest the
     /// client.
     layers: Vec<RetryPolicy>,
     tickets: Vec<Ticket>,
@@ -244,20 +244,21 @@ impl Gateways {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::{BackoffSpec, Duration, LayerSpec};
-    use crate::model::build::layer_policy;
     use crate::model::server::RetryAfterCode;
-    use crate::policy::Outcome;
+    use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn};
 
+    /// A layer's policy as the assembly layer builds it: a 5 ms constant backoff, the default
+    /// `retry_on`, no deadline, Retry-After not read.
     fn layer(max_attempts: u32, timeout_ms: Option<u64>, honor_dont_retry: bool) -> RetryPolicy {
-        layer_policy(&LayerSpec {
-            name: "gw".into(),
+        RetryPolicy {
+            backoff: Backoff::Constant { base_ns: 5e6 },
+            retry_on: RetryOn::default(),
             max_attempts,
-            timeout: timeout_ms.map(|ms| Duration(ms * 1_000_000)),
-            retry_on: None,
-            backoff: BackoffSpec::Constant { base: Duration(5_000_000) },
+            timeout: timeout_ms.map(Span::from_millis),
+            deadline: None,
+            retry_after: RetryAfterPolicy { honor: false, cap: None, mode: RetryAfterMode::Replace },
             honor_dont_retry,
-        })
+        }
     }
 
     const FAIL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::NONE };

@@ -1,7 +1,8 @@
 //! The simulated system: workloads, network, servers and faults, wired to the engine's events.
-//! [`simulate`] runs one replication of one strategy at one sweep point.
+//! [`simulate_with`] runs one replication from its [`RunParams`], the model's own parameter
+//! types in engine units; `crate::assembly` fills them from an experiment file, so the model
+//! knows no file format.
 
-pub mod build;
 pub mod clients;
 pub mod dist;
 pub mod gateway;
@@ -13,19 +14,23 @@ pub mod server;
 pub mod workload;
 pub mod workspace;
 
+use crate::engine::Span;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
-use crate::experiment::{ExperimentSpec, ServerSpec, Strategy};
 use crate::metrics::RunMetrics;
 use crate::metrics::series::TimeSeries;
+use crate::policy::RetryPolicy;
+use crate::policy::gate::{Gate, GateParams};
 use clients::Clients;
-use network::Network;
+use network::{Network, NetworkParams};
+use server::ServerParams;
+use server::idempotency::KeyMode;
 use workload::Workload;
 use workspace::Workspace;
 
 /// How a run is executed: which event queue implementation it uses, and whether a plain run
 /// takes the queue model's copy compiled for plain runs ([`queue_model`]'s docs). Results are
-/// identical for every choice (`tests/queue_equivalence.rs`).
+/// identical for every choice (`tests/it/queue_equivalence.rs`).
 pub trait QueueChoice: 'static {
     type Occ: EventQueue<occ_model::Ev> + 'static;
     type Queue: EventQueue<queue_model::Ev> + 'static;
@@ -66,54 +71,73 @@ impl QueueChoice for CalendarChecked {
 /// The queue used by default.
 pub type DefaultQueue = Calendar;
 
-/// One replication: `strategy` at the point `spec`, with the run's master seed.
-pub fn simulate(spec: &ExperimentSpec, strategy: &Strategy, run_seed: u64) -> RunMetrics {
-    simulate_with::<DefaultQueue>(spec, strategy, run_seed)
+/// The server a run simulates.
+#[derive(Clone, Debug)]
+pub enum ServerKind {
+    Queue(ServerParams),
+    /// The optimistic-concurrency store of [`occ_model`].
+    Occ,
 }
 
-/// Whether a run of `strategy` at `spec` is plain, and takes the queue model's copy compiled
-/// for plain runs ([`queue_model`]'s docs).
-pub fn is_plain_run(spec: &ExperimentSpec, strategy: &Strategy) -> bool {
-    let ServerSpec::Queue(q) = &spec.server else { return false };
-    let workload = Workload::from_spec(&spec.workload);
-    let clients = clients(&workload, strategy, 0, Default::default());
-    let net = Network::new(&spec.network, stream(0, Stream::Network));
+/// Everything one run of one strategy at one sweep point is built from.
+#[derive(Clone, Debug)]
+pub struct RunParams {
+    pub workload: Workload,
+    pub network: NetworkParams,
+    pub server: ServerKind,
+    /// The run stops at this simulated time.
+    pub horizon: Span,
+    /// The width of a time-series bucket.
+    pub bucket: Span,
+    pub retry: RetryPolicy,
+    pub gate: GateParams,
+    /// The idempotency keys the attempts carry.
+    pub keys: KeyMode,
+    /// The gateway layers between the clients and the server, client side first.
+    pub layers: Vec<RetryPolicy>,
+}
+
+/// Whether a run with `params` is plain, and takes the queue model's copy compiled for plain
+/// runs ([`queue_model`]'s docs).
+pub fn is_plain_run(params: RunParams) -> bool {
+    let ServerKind::Queue(q) = params.server else { return false };
+    let clients = clients(&params.workload, params.retry, &params.gate, params.keys, 0, Default::default());
+    let net = Network::new(&params.network, stream(0, Stream::Network));
     let server = server::Server::new(q, 0);
-    queue_model::is_plain(&clients, &net, &server, !strategy.policy.layers.is_empty())
+    queue_model::is_plain(&clients, &net, &server, !params.layers.is_empty())
 }
 
-/// The clients of a run of `strategy`, with `ops` (a table to reuse, or a new one).
-fn clients(workload: &Workload, strategy: &Strategy, run_seed: u64, ops: ops::OpTable) -> Clients {
-    Clients::new(
-        workload,
-        build::retry_policy(strategy),
-        build::gate(strategy, workload.clients(), run_seed),
-        run_seed,
-        strategy.policy.idempotency != crate::experiment::IdempotencyMode::None,
-        ops,
-    )
-}
-
-/// [`simulate`] with a chosen event queue (for the equivalence test and benchmarks). The run
-/// reuses the buffers the thread's previous run left ([`workspace`]).
-pub fn simulate_with<C: QueueChoice>(
-    spec: &ExperimentSpec,
-    strategy: &Strategy,
+/// The clients of a run, with `ops` (a table to reuse, or a new one); the controls' draws come
+/// from the run's controls stream.
+fn clients(
+    workload: &Workload,
+    retry: RetryPolicy,
+    gate: &GateParams,
+    keys: KeyMode,
     run_seed: u64,
-) -> RunMetrics {
+    ops: ops::OpTable,
+) -> Clients {
+    let gate = if *gate == GateParams::default() {
+        Gate::none()
+    } else {
+        Gate::new(gate, workload.clients(), stream(run_seed, Stream::Controls))
+    };
+    Clients::new(workload, retry, gate, run_seed, keys != KeyMode::None, ops)
+}
+
+/// One replication with the run's master seed and a chosen event queue. The run reuses the
+/// buffers the thread's previous run left ([`workspace`]).
+pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMetrics {
     let mut ws = Workspace::<C>::take();
-    let workload = Workload::from_spec(&spec.workload);
-    let net = Network::new(&spec.network, stream(run_seed, Stream::Network));
-    let clients = clients(&workload, strategy, run_seed, ws.ops());
-    let horizon = crate::engine::Instant::ZERO + spec.horizon.span();
-    let series = TimeSeries::new(spec.output.bucket.span(), horizon);
+    let RunParams { workload, network, server, horizon, bucket, retry, gate, keys, layers } = params;
+    let net = Network::new(&network, stream(run_seed, Stream::Network));
+    let clients = clients(&workload, retry, &gate, keys, run_seed, ws.ops());
+    let horizon = crate::engine::Instant::ZERO + horizon;
+    let series = TimeSeries::new(bucket, horizon);
     let latency = ws.latency();
-    let (metrics, left) = match &spec.server {
-        ServerSpec::Queue(q) => {
-            let keys = build::idempotency_keys(strategy);
-            let layers = &strategy.policy.layers;
-            let gateways = (!layers.is_empty())
-                .then(|| gateway::Gateways::new(layers.iter().map(build::layer_policy).collect(), run_seed));
+    let (metrics, left) = match server {
+        ServerKind::Queue(q) => {
+            let gateways = (!layers.is_empty()).then(|| gateway::Gateways::new(layers, run_seed));
             let inputs = queue_model::RunInputs {
                 workload: &workload,
                 net,
@@ -130,9 +154,18 @@ pub fn simulate_with<C: QueueChoice>(
             ws.keep_queue(queue);
             (metrics, left)
         }
-        ServerSpec::Occ {} => {
-            let (metrics, queue, left) =
-                occ_model::run(&workload, net, clients, run_seed, horizon, series, ws.occ_queue(), latency);
+        ServerKind::Occ => {
+            let inputs = occ_model::RunInputs {
+                workload: &workload,
+                net,
+                clients,
+                run_seed,
+                horizon,
+                series,
+                queue: ws.occ_queue(),
+                latency,
+            };
+            let (metrics, queue, left) = occ_model::run(inputs);
             ws.keep_occ_queue(queue);
             (metrics, left)
         }

@@ -2,7 +2,6 @@
 
 use super::dist::Dist;
 use crate::engine::Span;
-use crate::experiment::NetworkSpec;
 use crate::policy::uniform::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -15,14 +14,23 @@ pub struct Network {
     rng: Xoshiro256PlusPlus,
 }
 
+/// The network's parameters: each hop's latency, and the probabilities that a request or a
+/// response is lost.
+#[derive(Clone, Copy, Debug)]
+pub struct NetworkParams {
+    pub latency: Dist,
+    pub request_loss: f64,
+    pub response_loss: f64,
+}
+
 impl Network {
-    pub fn new(spec: &NetworkSpec, rng: Xoshiro256PlusPlus) -> Network {
-        let latency = Dist::from_spec(&spec.latency);
+    pub fn new(params: &NetworkParams, rng: Xoshiro256PlusPlus) -> Network {
+        let latency = params.latency;
         Network {
-            perfect: latency.is_zero() && spec.request_loss == 0.0 && spec.response_loss == 0.0,
+            perfect: latency.is_zero() && params.request_loss == 0.0 && params.response_loss == 0.0,
             latency,
-            request_loss: spec.request_loss,
-            response_loss: spec.response_loss,
+            request_loss: params.request_loss,
+            response_loss: params.response_loss,
             rng,
         }
     }

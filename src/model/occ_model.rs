@@ -61,19 +61,22 @@ struct OccModel {
     starts: StartTimes,
 }
 
-/// Runs one replication of an OCC experiment (closed workloads only; validated). `queue`
-/// and `latency` as for [`super::queue_model::run`].
-#[allow(clippy::too_many_arguments)]
-pub fn run<Q: EventQueue<Ev>>(
-    workload: &Workload,
-    net: Network,
-    clients: Clients,
-    run_seed: u64,
-    horizon: Instant,
-    series: TimeSeries,
-    queue: Q,
-    latency: Histogram<u64>,
-) -> (RunMetrics, Q, Leftovers) {
+/// What one run of the OCC model is given. `queue` (empty) and `latency` (an empty histogram)
+/// may come from an earlier run, as for [`super::queue_model::RunInputs`].
+pub struct RunInputs<'a, Q> {
+    pub workload: &'a Workload,
+    pub net: Network,
+    pub clients: Clients,
+    pub run_seed: u64,
+    pub horizon: Instant,
+    pub series: TimeSeries,
+    pub queue: Q,
+    pub latency: Histogram<u64>,
+}
+
+/// Runs one replication of an OCC experiment (closed workloads only; validated).
+pub fn run<Q: EventQueue<Ev>>(inputs: RunInputs<'_, Q>) -> (RunMetrics, Q, Leftovers) {
+    let RunInputs { workload, net, clients, run_seed, horizon, series, queue, latency } = inputs;
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
     let mut arrivals = stream(run_seed, Stream::Arrivals);
     let mut starts = match *workload {

@@ -28,12 +28,11 @@ use super::gateway::{self, Caller, Gateways, Step};
 use super::network::Network;
 use super::server::idempotency::{KeyMode, KeyTag};
 use super::server::workers::Next;
-use super::server::{Arrival, Reply, Request, Server};
+use super::server::{Arrival, Reply, Request, Server, ServerParams};
 use super::workload::{OpenArrivals, StartTimes, Workload};
 use super::workspace::Leftovers;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
-use crate::experiment::QueueServerSpec;
 use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::Outcome;
@@ -153,7 +152,7 @@ struct QueueModel<const PLAIN: bool> {
     gateways: Option<Gateways>,
 }
 
-/// What one run of the queue model is given besides the server's spec. `queue` (empty) and
+/// What one run of the queue model is given besides the server's parameters. `queue` (empty) and
 /// `latency` (an empty histogram) may come from an earlier run; they are handed back with the
 /// op table for the next.
 pub struct RunInputs<'a, Q> {
@@ -174,10 +173,10 @@ pub struct RunInputs<'a, Q> {
 /// model if `plain_copy` (see the module docs; `false` only to check that the copies agree).
 pub fn run<Q: EventQueue<Ev>>(
     plain_copy: bool,
-    spec: &QueueServerSpec,
+    server: ServerParams,
     inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
-    let server = Server::new(spec, inputs.run_seed);
+    let server = Server::new(server, inputs.run_seed);
     if plain_copy && is_plain(&inputs.clients, &inputs.net, &server, inputs.gateways.is_some()) {
         run_as::<true, Q>(server, inputs)
     } else {

@@ -2,7 +2,6 @@
 //! generated one at a time as the run goes (never materialised up front).
 
 use crate::engine::{Instant, NS_PER_S, Span};
-use crate::experiment::WorkloadSpec;
 use crate::policy::uniform::u01;
 use rand::Rng;
 use rand_distr::{Distribution, Exp1};
@@ -100,25 +99,6 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub fn from_spec(spec: &WorkloadSpec) -> Workload {
-        match spec {
-            WorkloadSpec::Closed { clients, ops_per_client, think_time, ramp } => Workload::Closed {
-                clients: *clients,
-                ops_per_client: *ops_per_client,
-                think: think_time.span(),
-                ramp: ramp.span(),
-            },
-            WorkloadSpec::Open { rate, duration, schedule, clients } => Workload::Open {
-                arrivals: OpenArrivals::new(
-                    *rate,
-                    duration.span(),
-                    &schedule.iter().map(|s| (s.at.span(), s.rate)).collect::<Vec<_>>(),
-                ),
-                clients: *clients,
-            },
-        }
-    }
-
     /// Client processes (each has its own jitter stream).
     pub fn clients(&self) -> u32 {
         match *self {

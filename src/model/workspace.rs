@@ -6,7 +6,7 @@
 //! ones (`tests/queue_equivalence.rs` runs every queue both ways, and the shipped experiments'
 //! results did not change by a byte).
 //!
-//! The spare set lives in a thread-local slot, so every caller of [`super::simulate`] (`run`,
+//! The spare set lives in a thread-local slot, so every caller of [`super::simulate_with`] (`run`,
 //! `tune`, benchmarks) reuses without passing anything around. A run that finds the slot
 //! holding another queue type (another [`QueueChoice`]) starts from new buffers and leaves its
 //! own.

@@ -1,6 +1,6 @@
 //! Client retry policy: pure functions and small state machines, unit-tested without the
 //! engine. The model (`crate::model`) asks them what to do; they never see events, and they
-//! import no file-format types (conversion lives in `crate::model::build`).
+//! import no file-format types (conversion lives in `crate::assembly`).
 
 pub mod backoff;
 pub mod breaker;

@@ -9,11 +9,12 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
+use retrysim::assembly::{simulate, simulate_with};
 use retrysim::engine::rng::run_seed;
 use retrysim::engine::{EventQueue, HeapQueue, Nanos};
 use retrysim::experiment::{Overrides, load_str};
 use retrysim::metrics::{FailReason, RunMetrics};
-use retrysim::model::{QueueChoice, occ_model, queue_model, simulate, simulate_with};
+use retrysim::model::{QueueChoice, occ_model, queue_model};
 use std::cell::Cell;
 use std::collections::BTreeSet;
 

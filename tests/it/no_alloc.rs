@@ -179,7 +179,7 @@ fn a_repeated_run_allocates_only_its_per_run_objects() {
     let exp = experiment::load(&path, &Overrides::default()).expect("shipped experiments are valid");
     let (point, seed) = (&exp.points[0], retrysim::engine::rng::run_seed(exp.seed, 0));
     let run = || {
-        let m = retrysim::model::simulate(&point.spec, &point.strategies[0], seed);
+        let m = retrysim::assembly::simulate(&point.spec, &point.strategies[0], seed);
         assert!(m.events > 60_000);
     };
     let first = allocations(run);

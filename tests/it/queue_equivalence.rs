@@ -4,8 +4,9 @@
 //! feature.
 
 use crate::support::shipped;
+use retrysim::assembly::is_plain_run;
 use retrysim::experiment::{self, Experiment, Overrides};
-use retrysim::model::{Calendar, CalendarChecked, Heap, QueueChoice, Radix, is_plain_run};
+use retrysim::model::{Calendar, CalendarChecked, Heap, QueueChoice, Radix};
 use retrysim::sweep::{Results, run_with};
 
 /// Timeouts, losses, every fault kind, background errors with and without after-effects,

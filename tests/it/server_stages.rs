@@ -3,10 +3,10 @@
 //! is lost), the rate limiter (burst, steady rate, Retry-After), overload with retries
 //! (metastable or not), and the ambiguous-outcome metrics (`applied`, `failed_but_applied`).
 
+use retrysim::assembly::simulate;
 use retrysim::engine::rng::run_seed;
 use retrysim::experiment::{self, Experiment, Overrides};
 use retrysim::metrics::{FailReason, RunMetrics};
-use retrysim::model::simulate;
 use std::path::Path;
 
 /// Loads `text` with `--set` changes (`runs` is `--runs`).

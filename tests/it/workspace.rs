@@ -3,10 +3,11 @@
 //! metrics after any other run on its thread as on a thread of its own.
 
 use crate::support::shipped;
+use retrysim::assembly::{simulate, simulate_with};
 use retrysim::engine::rng::run_seed;
 use retrysim::experiment::Experiment;
 use retrysim::metrics::RunMetrics;
-use retrysim::model::{Calendar, Heap, simulate, simulate_with};
+use retrysim::model::{Calendar, Heap};
 
 /// Run `run` of every strategy at every point of `exp`, on the calling thread.
 fn every_cell(exp: &Experiment, run: u64) -> Vec<RunMetrics> {

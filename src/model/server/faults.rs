@@ -3,7 +3,6 @@
 //! time factors the workers ask for.
 
 use crate::engine::Instant;
-use crate::experiment::{ErrorSpec, FaultSpec, FaultStatus, NamedFailure};
 use crate::metrics::recovery::FaultSpan;
 use crate::policy::Outcome;
 use crate::policy::uniform::u01;
@@ -30,43 +29,44 @@ pub enum OutageAnswer {
     Silence,
 }
 
+/// A fault: what it does while active, on `[start, end)` of simulated time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fault {
+    pub start: Instant,
+    pub end: Instant,
+    pub kind: FaultKind,
+}
+
+/// What an active fault does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FaultKind {
+    /// Every request gets `answer`, with `retry_after` when it is answered.
+    Outage { answer: OutageAnswer, retry_after: RetryAfterCode },
+    /// The usable workers are multiplied by `factor` (rounded down).
+    Capacity { factor: f64 },
+    /// Service times are multiplied by `factor`.
+    Slowdown { factor: f64 },
+    /// Requests get an error answer with a probability, replacing the background errors.
+    Errors(ErrorRate),
+}
+
+/// An error answer and the probability that a request gets it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ErrorRate {
+    pub answer: ErrorAnswer,
+    pub probability: f64,
+}
+
 pub struct Faults {
-    /// (start, end, fault): active on `[start, end)`.
-    faults: Vec<(Instant, Instant, FaultSpec)>,
-    background: Vec<ErrorAnswerP>,
+    faults: Vec<Fault>,
+    background: Vec<ErrorRate>,
     rng: Xoshiro256PlusPlus,
 }
 
-#[derive(Clone, Copy)]
-struct ErrorAnswerP {
-    answer: ErrorAnswer,
-    probability: f64,
-}
-
 impl Faults {
-    pub fn new(faults: &[FaultSpec], errors: &[ErrorSpec], rng: Xoshiro256PlusPlus) -> Faults {
-        Faults {
-            faults: faults
-                .iter()
-                .map(|f| {
-                    let (start, duration) = f.window();
-                    let start = Instant::ZERO + start.span();
-                    (start, start + duration.span(), f.clone())
-                })
-                .collect(),
-            background: errors
-                .iter()
-                .map(|e| ErrorAnswerP {
-                    answer: ErrorAnswer {
-                        status: e.status,
-                        after_effect: e.after_effect,
-                        retry_after: RetryAfterCode::NONE,
-                    },
-                    probability: e.probability,
-                })
-                .collect(),
-            rng,
-        }
+    /// `faults` in file order; `background` errors apply outside `errors` faults.
+    pub fn new(faults: Vec<Fault>, background: Vec<ErrorRate>, rng: Xoshiro256PlusPlus) -> Faults {
+        Faults { faults, background, rng }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -102,35 +102,26 @@ impl Faults {
     /// analysis looks before the first and after the last. A fault that starts at or after the
     /// horizon never happens in the run, so it does not count.
     pub fn span(&self, horizon: Instant) -> Option<FaultSpan> {
-        let happening = self.faults.iter().filter(|f| f.0 < horizon);
-        let first_start = happening.clone().map(|f| f.0).min()?;
-        let last_end = happening.map(|f| f.1).max()?;
+        let happening = self.faults.iter().filter(|f| f.start < horizon);
+        let first_start = happening.clone().map(|f| f.start).min()?;
+        let last_end = happening.map(|f| f.end).max()?;
         Some(FaultSpan { first_start, last_end })
     }
 
     /// Times at which the available capacity goes back up (capacity faults ending), when
     /// waiting requests may start.
     pub fn capacity_restorations(&self) -> impl Iterator<Item = Instant> + '_ {
-        self.faults.iter().filter(|f| matches!(f.2, FaultSpec::Capacity { .. })).map(|f| f.1)
+        self.faults.iter().filter(|f| matches!(f.kind, FaultKind::Capacity { .. })).map(|f| f.end)
     }
 
-    fn active(&self, now: Instant) -> impl Iterator<Item = &FaultSpec> {
-        self.faults.iter().filter(move |f| f.0 <= now && now < f.1).map(|f| &f.2)
+    fn active(&self, now: Instant) -> impl Iterator<Item = &FaultKind> {
+        self.faults.iter().filter(move |f| f.start <= now && now < f.end).map(|f| &f.kind)
     }
 
     /// The first active outage's answer and its Retry-After, if any.
     pub fn outage(&self, now: Instant) -> Option<(OutageAnswer, RetryAfterCode)> {
         self.active(now).find_map(|f| match f {
-            FaultSpec::Outage { status, retry_after, .. } => Some((
-                match status {
-                    FaultStatus::Status(s) => OutageAnswer::Answer(Outcome::Status(*s)),
-                    FaultStatus::Named(NamedFailure::Timeout) => OutageAnswer::Silence,
-                    FaultStatus::Named(NamedFailure::ConnectionError) => {
-                        OutageAnswer::Answer(Outcome::ConnectionError)
-                    }
-                },
-                code(*retry_after),
-            )),
+            FaultKind::Outage { answer, retry_after } => Some((*answer, *retry_after)),
             _ => None,
         })
     }
@@ -141,7 +132,7 @@ impl Faults {
         let f: f64 = self
             .active(now)
             .filter_map(|f| match f {
-                FaultSpec::Capacity { factor, .. } => Some(*factor),
+                FaultKind::Capacity { factor } => Some(*factor),
                 _ => None,
             })
             .product();
@@ -152,7 +143,7 @@ impl Faults {
     pub fn slowdown(&self, now: Instant) -> f64 {
         self.active(now)
             .filter_map(|f| match f {
-                FaultSpec::Slowdown { factor, .. } => Some(*factor),
+                FaultKind::Slowdown { factor } => Some(*factor),
                 _ => None,
             })
             .product()
@@ -166,14 +157,9 @@ impl Faults {
         let mut faults = self
             .faults
             .iter()
-            .filter(|f| f.0 <= now && now < f.1)
-            .filter_map(|f| match f.2 {
-                FaultSpec::Errors { probability, status, after_effect, retry_after, .. } => {
-                    Some(ErrorAnswerP {
-                        answer: ErrorAnswer { status, after_effect, retry_after: code(retry_after) },
-                        probability,
-                    })
-                }
+            .filter(|f| f.start <= now && now < f.end)
+            .filter_map(|f| match f.kind {
+                FaultKind::Errors(e) => Some(e),
                 _ => None,
             })
             .peekable();
@@ -189,12 +175,8 @@ impl Faults {
     }
 }
 
-fn code(retry_after: Option<crate::experiment::Duration>) -> RetryAfterCode {
-    retry_after.map_or(RetryAfterCode::NONE, |d| RetryAfterCode::after(d.span()))
-}
-
 /// The answer whose slice of `[0, 1)` holds `u`, the slices laid end to end in order.
-fn pick(u: f64, candidates: impl Iterator<Item = ErrorAnswerP>) -> Option<ErrorAnswer> {
+fn pick(u: f64, candidates: impl Iterator<Item = ErrorRate>) -> Option<ErrorAnswer> {
     let mut cumulative = 0.0;
     for c in candidates {
         cumulative += c.probability;
@@ -208,7 +190,6 @@ fn pick(u: f64, candidates: impl Iterator<Item = ErrorAnswerP>) -> Option<ErrorA
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::Duration;
     use rand::SeedableRng;
 
     const S: u64 = 1_000_000_000;
@@ -217,30 +198,29 @@ mod tests {
         Instant::from_ns(ns)
     }
 
+    fn fault(start_s: u64, duration_s: u64, kind: FaultKind) -> Fault {
+        Fault { start: t(start_s * S), end: t((start_s + duration_s) * S), kind }
+    }
+
+    fn error(status: u16, after_effect: bool, probability: f64) -> ErrorRate {
+        ErrorRate {
+            answer: ErrorAnswer { status, after_effect, retry_after: RetryAfterCode::NONE },
+            probability,
+        }
+    }
+
     fn faults() -> Faults {
         let f = vec![
-            FaultSpec::Outage {
-                start: Duration(10 * S),
-                duration: Duration(5 * S),
-                status: FaultStatus::Named(NamedFailure::Timeout),
-                retry_after: None,
-            },
-            FaultSpec::Capacity { start: Duration(20 * S), duration: Duration(10 * S), factor: 0.25 },
-            FaultSpec::Slowdown { start: Duration(25 * S), duration: Duration(10 * S), factor: 3.0 },
-            FaultSpec::Errors {
-                start: Duration(40 * S),
-                duration: Duration(S),
-                probability: 1.0,
-                status: 500,
-                after_effect: true,
-                retry_after: None,
-            },
+            fault(
+                10,
+                5,
+                FaultKind::Outage { answer: OutageAnswer::Silence, retry_after: RetryAfterCode::NONE },
+            ),
+            fault(20, 10, FaultKind::Capacity { factor: 0.25 }),
+            fault(25, 10, FaultKind::Slowdown { factor: 3.0 }),
+            fault(40, 1, FaultKind::Errors(error(500, true, 1.0))),
         ];
-        Faults::new(
-            &f,
-            &[ErrorSpec { status: 503, probability: 0.1, after_effect: false }],
-            Xoshiro256PlusPlus::seed_from_u64(5),
-        )
+        Faults::new(f, vec![error(503, false, 0.1)], Xoshiro256PlusPlus::seed_from_u64(5))
     }
 
     #[test]

@@ -44,7 +44,6 @@
 
 use super::{Admission, Reply, Request};
 use crate::engine::{Instant, Span};
-use crate::experiment::{IdempotencySpec, InProgress};
 use crate::policy::Outcome;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -178,11 +177,28 @@ pub struct Store {
     peak: usize,
 }
 
+/// What a repeat of a key still in progress gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhileInProgress {
+    /// Answered 409 at once.
+    Conflict,
+    /// Parked until the key's first request is answered, then answered the same.
+    Wait,
+}
+
+/// The dedup store's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreParams {
+    /// How long a finished key's answer is kept.
+    pub ttl: Span,
+    pub on_in_progress: WhileInProgress,
+}
+
 impl Store {
-    pub fn new(spec: &IdempotencySpec) -> Store {
+    pub fn new(params: &StoreParams) -> Store {
         Store {
-            ttl: spec.ttl.span(),
-            wait: spec.on_in_progress == InProgress::Wait,
+            ttl: params.ttl,
+            wait: params.on_in_progress == WhileInProgress::Wait,
             entries: HashMap::default(),
             expiry: VecDeque::new(),
             parked: Vec::new(),
@@ -341,7 +357,6 @@ fn replay(req: &Request, stored: Reply) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::Duration;
 
     const S: u64 = 1_000_000_000;
 
@@ -349,8 +364,8 @@ mod tests {
         Instant::from_ns(s * S)
     }
 
-    fn store(ttl_s: u64, on_in_progress: InProgress) -> Store {
-        Store::new(&IdempotencySpec { ttl: Duration(ttl_s * S), on_in_progress })
+    fn store(ttl_s: u64, on_in_progress: WhileInProgress) -> Store {
+        Store::new(&StoreParams { ttl: Span::from_ns(ttl_s * S), on_in_progress })
     }
 
     fn req(op: u32, attempt: u32, mode: KeyMode) -> Request {
@@ -397,7 +412,7 @@ mod tests {
 
     #[test]
     fn no_key_passes() {
-        let mut s = store(10, InProgress::Conflict);
+        let mut s = store(10, WhileInProgress::Conflict);
         let r = req(1, 1, KeyMode::None);
         assert_eq!(s.admit(&r, t(0)), Admission::Continue);
         assert_eq!(s.admit(&r, t(0)), Admission::Continue);
@@ -406,7 +421,7 @@ mod tests {
 
     #[test]
     fn first_executes_repeat_conflicts_then_replays_then_expires() {
-        let mut s = store(10, InProgress::Conflict);
+        let mut s = store(10, WhileInProgress::Conflict);
         let a1 = req(1, 1, KeyMode::PerOp);
         let a2 = req(1, 2, KeyMode::PerOp);
         assert_eq!(s.admit(&a1, t(0)), Admission::Continue, "the first executes");
@@ -421,7 +436,7 @@ mod tests {
 
     #[test]
     fn per_attempt_keys_never_match() {
-        let mut s = store(10, InProgress::Conflict);
+        let mut s = store(10, WhileInProgress::Conflict);
         for attempt in 1..=4 {
             let r = req(1, attempt, KeyMode::PerAttempt);
             assert_eq!(s.admit(&r, t(0)), Admission::Continue);
@@ -432,7 +447,7 @@ mod tests {
 
     #[test]
     fn an_after_effect_error_replaces_the_stored_answer() {
-        let mut s = store(10, InProgress::Conflict);
+        let mut s = store(10, WhileInProgress::Conflict);
         let a1 = req(1, 1, KeyMode::PerOp);
         s.admit(&a1, t(0));
         s.complete(a1.key(), t(0));
@@ -443,7 +458,7 @@ mod tests {
 
     #[test]
     fn waiters_are_answered_when_the_first_completes() {
-        let mut s = store(10, InProgress::Wait);
+        let mut s = store(10, WhileInProgress::Wait);
         let a1 = req(1, 1, KeyMode::PerOp);
         let other = req(2, 1, KeyMode::PerOp);
         assert_eq!(s.admit(&a1, t(0)), Admission::Continue);
@@ -463,7 +478,7 @@ mod tests {
 
     #[test]
     fn an_abandoned_key_passes_to_the_first_waiter_or_is_forgotten() {
-        let mut s = store(10, InProgress::Wait);
+        let mut s = store(10, WhileInProgress::Wait);
         let a1 = req(1, 1, KeyMode::PerOp);
         s.admit(&a1, t(0));
         s.admit(&req(1, 2, KeyMode::PerOp), t(1));
@@ -486,7 +501,7 @@ mod tests {
 
     #[test]
     fn expiry_is_lazy_and_bounded_by_live_keys() {
-        let mut s = store(5, InProgress::Conflict);
+        let mut s = store(5, WhileInProgress::Conflict);
         // One operation per second, each done at once: at most 5 or 6 keys live at a time.
         for i in 0..1000u32 {
             let r = req(i, 1, KeyMode::PerOp);
@@ -496,7 +511,7 @@ mod tests {
         assert!(s.peak() <= 6, "peak {}", s.peak());
         assert!(s.expiry.len() <= 6);
         // A key re-executed after expiry keeps its new entry when the stale record pops.
-        let mut s = store(5, InProgress::Conflict);
+        let mut s = store(5, WhileInProgress::Conflict);
         let r = req(1, 1, KeyMode::PerOp);
         s.admit(&r, t(0));
         s.complete(r.key(), t(0));

@@ -25,13 +25,13 @@ pub mod workers;
 
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{Instant, Span};
-use crate::experiment::QueueServerSpec;
 use crate::metrics::recovery::FaultSpan;
+use crate::model::dist::Dist;
 use crate::policy::{Outcome, RetryAfter};
-use faults::Faults;
-use idempotency::{Key, KeyTag, Store};
-use overload::Overload;
-use rate_limit::RateLimit;
+use faults::{ErrorRate, Fault, Faults};
+use idempotency::{Key, KeyTag, Store, StoreParams};
+use overload::{Overload, OverloadParams};
+use rate_limit::{RateLimit, RateLimitParams};
 use workers::{Next, Placed, Workers};
 
 /// A Retry-After as an answer carries it, packed in 4 bytes so that events stay small: none,
@@ -197,24 +197,45 @@ pub struct Server {
     promoted: Option<Request>,
 }
 
+/// The queue server's parameters in engine units: the assembly layer fills them from the file.
+#[derive(Clone, Debug)]
+pub struct ServerParams {
+    pub concurrency: u32,
+    pub service_time: Dist,
+    /// The wait queue's room; `None` is unbounded.
+    pub queue: Option<u32>,
+    /// The status a request that finds the queue full is answered with.
+    pub reject_status: u16,
+    /// That answer says "overloaded; don't retry".
+    pub reject_dont_retry: bool,
+    pub drop_expired: bool,
+    /// In file order.
+    pub faults: Vec<Fault>,
+    /// Background errors, outside `errors` faults.
+    pub errors: Vec<ErrorRate>,
+    pub rate_limit: Option<RateLimitParams>,
+    pub idempotency: Option<StoreParams>,
+    pub overload: Option<OverloadParams>,
+}
+
 impl Server {
-    pub fn new(spec: &QueueServerSpec, run_seed: u64) -> Server {
+    pub fn new(params: ServerParams, run_seed: u64) -> Server {
         Server {
-            faults: Faults::new(&spec.faults, &spec.errors, stream(run_seed, Stream::Faults)),
-            rate_limit: spec.rate_limit.as_ref().map(RateLimit::new),
-            store: spec.idempotency.as_ref().map(Store::new),
-            overload: spec.overload.as_ref().map(Overload::new),
-            workers: Workers::new(spec, stream(run_seed, Stream::Service)),
-            screens: spec.rate_limit.is_some() || spec.idempotency.is_some(),
+            workers: Workers::new(&params, stream(run_seed, Stream::Service)),
+            rate_limit: params.rate_limit.as_ref().map(RateLimit::new),
+            store: params.idempotency.as_ref().map(Store::new),
+            overload: params.overload.as_ref().map(Overload::new),
+            faults: Faults::new(params.faults, params.errors, stream(run_seed, Stream::Faults)),
+            screens: params.rate_limit.is_some() || params.idempotency.is_some(),
             reject_reply: Reply {
-                outcome: Outcome::Status(spec.reject_status),
-                retry_after: if spec.reject_dont_retry {
+                outcome: Outcome::Status(params.reject_status),
+                retry_after: if params.reject_dont_retry {
                     RetryAfterCode::DONT_RETRY
                 } else {
                     RetryAfterCode::NONE
                 },
             },
-            drop_expired: spec.drop_expired,
+            drop_expired: params.drop_expired,
             promoted: None,
         }
     }

@@ -30,7 +30,13 @@
 //! `knee` to the concurrency the server handles at full speed.
 
 use crate::engine::Span;
-use crate::experiment::OverloadSpec;
+
+/// The stretch of [the module docs](self): `alpha` per request in service beyond `knee`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OverloadParams {
+    pub alpha: f64,
+    pub knee: u32,
+}
 
 pub struct Overload {
     alpha: f64,
@@ -38,8 +44,8 @@ pub struct Overload {
 }
 
 impl Overload {
-    pub fn new(spec: &OverloadSpec) -> Overload {
-        Overload { alpha: spec.alpha, knee: spec.knee }
+    pub fn new(params: &OverloadParams) -> Overload {
+        Overload { alpha: params.alpha, knee: params.knee }
     }
 
     /// The service time of a request that starts with `in_service` requests in service (itself
@@ -60,15 +66,15 @@ mod tests {
 
     #[test]
     fn the_factor_grows_past_the_knee() {
-        let o = Overload::new(&OverloadSpec { alpha: 0.5, knee: 4 });
+        let o = Overload::new(&OverloadParams { alpha: 0.5, knee: 4 });
         let s = Span::from_millis(100);
         assert_eq!(o.stretch(s, 1), s);
         assert_eq!(o.stretch(s, 4), s, "at the knee: full speed");
         assert_eq!(o.stretch(s, 5), Span::from_millis(150));
         assert_eq!(o.stretch(s, 8), Span::from_millis(300));
-        let flat = Overload::new(&OverloadSpec { alpha: 0.0, knee: 0 });
+        let flat = Overload::new(&OverloadParams { alpha: 0.0, knee: 0 });
         assert_eq!(flat.stretch(s, 100), s);
-        let zero_knee = Overload::new(&OverloadSpec { alpha: 0.1, knee: 0 });
+        let zero_knee = Overload::new(&OverloadParams { alpha: 0.1, knee: 0 });
         assert_eq!(zero_knee.stretch(s, 1), Span::from_millis(110), "knee 0: even one request is slowed");
     }
 }

@@ -18,7 +18,6 @@
 
 use super::{Admission, Reply, RetryAfterCode};
 use crate::engine::{Instant, NS_PER_S, Span};
-use crate::experiment::{RateLimitSpec, RetryAfterFormat};
 use crate::policy::Outcome;
 
 /// The status a rate-limited request is answered with.
@@ -37,14 +36,24 @@ pub struct RateLimit {
     whole_seconds: bool,
 }
 
+/// The rate limiter's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateLimitParams {
+    pub rate_per_s: f64,
+    /// The bucket's size, full at the start.
+    pub burst: f64,
+    /// Retry-After in whole seconds, rounded up (as HTTP's header is), not in milliseconds.
+    pub retry_after_whole_seconds: bool,
+}
+
 impl RateLimit {
-    pub fn new(spec: &RateLimitSpec) -> RateLimit {
+    pub fn new(params: &RateLimitParams) -> RateLimit {
         RateLimit {
-            per_ns: spec.rate / NS_PER_S,
-            burst: spec.burst,
-            tokens: spec.burst,
+            per_ns: params.rate_per_s / NS_PER_S,
+            burst: params.burst,
+            tokens: params.burst,
             last: Instant::ZERO,
-            whole_seconds: spec.retry_after == RetryAfterFormat::Seconds,
+            whole_seconds: params.retry_after_whole_seconds,
         }
     }
 
@@ -84,8 +93,12 @@ mod tests {
     const S: u64 = 1_000_000_000;
     const MS: u64 = 1_000_000;
 
-    fn limiter(rate: f64, burst: f64, retry_after: RetryAfterFormat) -> RateLimit {
-        RateLimit::new(&RateLimitSpec { rate, burst, retry_after })
+    /// Retry-After rounded up to whole seconds, or exact to the millisecond.
+    const SECONDS: bool = true;
+    const EXACT: bool = false;
+
+    fn limiter(rate_per_s: f64, burst: f64, retry_after_whole_seconds: bool) -> RateLimit {
+        RateLimit::new(&RateLimitParams { rate_per_s, burst, retry_after_whole_seconds })
     }
 
     fn t(ns: u64) -> Instant {
@@ -107,7 +120,7 @@ mod tests {
 
     #[test]
     fn bursts_up_to_burst_then_429() {
-        let mut r = limiter(10.0, 5.0, RetryAfterFormat::Exact);
+        let mut r = limiter(10.0, 5.0, EXACT);
         for _ in 0..5 {
             assert_eq!(r.admit(t(0)), Admission::Continue);
         }
@@ -125,8 +138,8 @@ mod tests {
 
     #[test]
     fn seconds_round_up_exact_rounds_to_the_millisecond() {
-        let mut s = limiter(10.0, 1.0, RetryAfterFormat::Seconds);
-        let mut e = limiter(10.0, 1.0, RetryAfterFormat::Exact);
+        let mut s = limiter(10.0, 1.0, SECONDS);
+        let mut e = limiter(10.0, 1.0, EXACT);
         assert_eq!(s.admit(t(0)), Admission::Continue);
         assert_eq!(e.admit(t(0)), Admission::Continue);
         // 100 ms to the next token: 1 s in whole seconds, 100 ms exact.
@@ -135,8 +148,8 @@ mod tests {
         // 99.5 ms to go: the exact form rounds up to 100 ms (never early).
         assert_eq!(retry_after(e.admit(t(MS / 2))), Span::from_millis(100));
         // A slow bucket: 0.4 tokens/s, 2.5 s per token: 3 s vs 2.5 s.
-        let mut s = limiter(0.4, 1.0, RetryAfterFormat::Seconds);
-        let mut e = limiter(0.4, 1.0, RetryAfterFormat::Exact);
+        let mut s = limiter(0.4, 1.0, SECONDS);
+        let mut e = limiter(0.4, 1.0, EXACT);
         s.admit(t(0));
         e.admit(t(0));
         assert_eq!(retry_after(s.admit(t(0))), Span::from_secs(3));
@@ -149,7 +162,7 @@ mod tests {
     fn steady_state_lets_rate_through() {
         // 1000 arrivals per second evenly spaced for 10 s against 100 tokens/s and a burst of
         // 20: the burst, then one per 10 ms.
-        let mut r = limiter(100.0, 20.0, RetryAfterFormat::Exact);
+        let mut r = limiter(100.0, 20.0, EXACT);
         let through = (0..10_000u64).filter(|i| r.admit(t(i * MS)) == Admission::Continue).count();
         assert!((through as i64 - (20 + 1000)).abs() <= 1, "{through}");
     }

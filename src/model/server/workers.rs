@@ -2,9 +2,8 @@
 //! it is full, and `drop_expired` (a queued request whose client already gave up is dropped
 //! instead of served).
 
-use super::Request;
+use super::{Request, ServerParams};
 use crate::engine::{Instant, Span};
-use crate::experiment::QueueServerSpec;
 use crate::model::dist::Dist;
 use crate::policy::Outcome;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -48,19 +47,19 @@ pub struct Workers {
 }
 
 impl Workers {
-    pub fn new(spec: &QueueServerSpec, rng: Xoshiro256PlusPlus) -> Workers {
+    pub fn new(params: &ServerParams, rng: Xoshiro256PlusPlus) -> Workers {
         let idle_req = Request::new(0, 0, Instant::ZERO);
         Workers {
-            concurrency: spec.concurrency,
-            service: Dist::from_spec(&spec.service_time),
-            queue_cap: spec.queue.map_or(usize::MAX, |q| q as usize),
-            reject: Outcome::Status(spec.reject_status),
-            drop_expired: spec.drop_expired,
+            concurrency: params.concurrency,
+            service: params.service_time,
+            queue_cap: params.queue.map_or(usize::MAX, |q| q as usize),
+            reject: Outcome::Status(params.reject_status),
+            drop_expired: params.drop_expired,
             busy: 0,
             waiting: VecDeque::new(),
-            serving: vec![InService { req: idle_req, started: Instant::ZERO }; spec.concurrency as usize],
+            serving: vec![InService { req: idle_req, started: Instant::ZERO }; params.concurrency as usize],
             // Popped from the back: worker 0 first.
-            idle: (0..spec.concurrency).rev().collect(),
+            idle: (0..params.concurrency).rev().collect(),
             rng,
         }
     }
@@ -135,13 +134,12 @@ impl Workers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::{Duration, QueueServerSpec};
     use rand::SeedableRng;
 
-    fn spec(concurrency: u32, queue: Option<u32>, drop_expired: bool) -> QueueServerSpec {
-        QueueServerSpec {
+    fn spec(concurrency: u32, queue: Option<u32>, drop_expired: bool) -> ServerParams {
+        ServerParams {
             concurrency,
-            service_time: crate::experiment::DistSpec::Constant { value: Duration(10) },
+            service_time: Dist::Constant(Span::from_ns(10)),
             queue,
             reject_status: 429,
             reject_dont_retry: false,

@@ -1,15 +1,13 @@
-//! From the file's types to the policy's: the one place where experiment specs become the
-//! plain parameters of [`crate::policy`] (which knows nothing of files).
+//! A strategy's client side: its retry policy, its controls and its idempotency keys, from
+//! the file's types to the plain parameters of [`crate::policy`] (which knows nothing of files).
 
-use crate::engine::rng::{Stream, stream};
 use crate::experiment::{
-    BackoffSpec, Duration, IdempotencyMode, LayerSpec, NamedFailure, RetryAfterModeSpec, RetryOnItem,
-    Strategy,
+    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy,
 };
 use crate::experiment::{BreakerWindowSpec, BudgetSpec, Scope as SpecScope, ThrottleSpec};
 use crate::model::server::idempotency::KeyMode;
 use crate::policy::backoff::MAX_DELAY_NS;
-use crate::policy::gate::{BudgetParams, Gate, GateParams, Scope, ThrottleParams};
+use crate::policy::gate::{BudgetParams, GateParams, Scope, ThrottleParams};
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
 use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
 use crate::policy::{
@@ -38,31 +36,6 @@ pub fn retry_policy(s: &Strategy) -> RetryPolicy {
         },
         honor_dont_retry: s.policy.honor_dont_retry,
     }
-}
-
-/// A gateway layer's retry policy: its own attempts, timeout, `retry_on`, backoff and
-/// `honor_dont_retry`; no deadline (a layer does not know its caller's), and Retry-After only
-/// passed up, not read.
-pub fn layer_policy(l: &LayerSpec) -> RetryPolicy {
-    RetryPolicy {
-        backoff: backoff(&l.backoff),
-        retry_on: retry_on(l.retry_on.as_deref()),
-        max_attempts: l.max_attempts,
-        timeout: l.timeout.map(Duration::span),
-        deadline: None,
-        retry_after: RetryAfterPolicy { honor: false, cap: None, mode: RetryAfterMode::Replace },
-        honor_dont_retry: l.honor_dont_retry,
-    }
-}
-
-/// A strategy's controls, for `clients` client processes; the throttle's draws come from the
-/// run's controls stream.
-pub fn gate(s: &Strategy, clients: u32, run_seed: u64) -> Gate {
-    let params = gate_params(s);
-    if params == GateParams::default() {
-        return Gate::none();
-    }
-    Gate::new(&params, clients, stream(run_seed, Stream::Controls))
 }
 
 /// The controls of a strategy as the policy's parameters.

@@ -1,0 +1,56 @@
+//! The assembly layer: the one place where an experiment file's types become the model's
+//! parameters (nexosim's split: `model` writes the models, this module assembles them from the
+//! file, `sweep` runs them). One file per thing it assembles: the [`client`] side (retry
+//! policy, controls, idempotency keys), the [`gateways`], the [`workload`], the [`network`],
+//! the [`server`] and its [`faults`], and the [`dist`]ributions they draw from. A key of the
+//! file can be renamed here without touching the model.
+
+pub mod client;
+pub mod dist;
+pub mod faults;
+pub mod gateways;
+pub mod network;
+pub mod server;
+pub mod workload;
+
+use crate::experiment::{ExperimentSpec, ServerSpec, Strategy};
+use crate::metrics::RunMetrics;
+use crate::model::{DefaultQueue, QueueChoice, RunParams, ServerKind};
+
+/// The parameters of a run of `strategy` at the point `spec`.
+pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
+    RunParams {
+        workload: workload::workload(&spec.workload),
+        network: network::network(&spec.network),
+        server: match &spec.server {
+            ServerSpec::Queue(q) => ServerKind::Queue(server::server(q)),
+            ServerSpec::Occ {} => ServerKind::Occ,
+        },
+        horizon: spec.horizon.span(),
+        bucket: spec.output.bucket.span(),
+        retry: client::retry_policy(strategy),
+        gate: client::gate_params(strategy),
+        keys: client::idempotency_keys(strategy),
+        layers: strategy.policy.layers.iter().map(gateways::layer_policy).collect(),
+    }
+}
+
+/// One replication: `strategy` at the point `spec`, with the run's master seed.
+pub fn simulate(spec: &ExperimentSpec, strategy: &Strategy, run_seed: u64) -> RunMetrics {
+    simulate_with::<DefaultQueue>(spec, strategy, run_seed)
+}
+
+/// [`simulate`] with a chosen event queue (for the equivalence test and benchmarks).
+pub fn simulate_with<C: QueueChoice>(
+    spec: &ExperimentSpec,
+    strategy: &Strategy,
+    run_seed: u64,
+) -> RunMetrics {
+    crate::model::simulate_with::<C>(run_params(spec, strategy), run_seed)
+}
+
+/// Whether a run of `strategy` at `spec` is plain, and takes the queue model's copy compiled
+/// for plain runs (`model::queue_model`'s docs).
+pub fn is_plain_run(spec: &ExperimentSpec, strategy: &Strategy) -> bool {
+    crate::model::is_plain_run(run_params(spec, strategy))
+}
