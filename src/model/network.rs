@@ -2,8 +2,8 @@
 
 use super::dist::Dist;
 use crate::engine::Span;
+use crate::engine::rng::u01;
 use crate::experiment::NetworkSpec;
-use crate::policy::uniform::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub struct Network {

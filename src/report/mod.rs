@@ -13,7 +13,6 @@ mod csv;
 mod error;
 pub mod format;
 pub mod html;
-pub mod interval;
 pub mod manifest;
 pub mod merge;
 pub mod metric_info;
