@@ -164,7 +164,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
         "{}: {total} runs, {events} events in {wall:.3} s on {threads} thread(s): {:.2} M events/s; peak memory {}",
         exp.name,
         events as f64 / wall.max(1e-9) / 1e6,
-        crate::stats::peak_memory().map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
+        crate::progress::peak_memory().map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
     );
     progress.finish(&line);
     // Dropping the writer deletes its temporary files; the folder's earlier files stay.

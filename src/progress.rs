@@ -1,6 +1,6 @@
 //! Progress of a long run on stderr: a bar on a terminal, a plain line every few seconds on a
 //! pipe (cells done, events per second, time left), nothing with `--quiet`. Never part of
-//! results.
+//! results; the peak memory `--stats` prints.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -89,6 +89,14 @@ fn human(seconds: f64) -> String {
         60..=3599 => format!("{} min {} s", s / 60, s % 60),
         _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
     }
+}
+
+/// Peak resident memory of this process in bytes (Linux `VmHWM`), if the system tells.
+pub fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 #[cfg(test)]

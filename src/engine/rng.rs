@@ -13,7 +13,7 @@
 //! that changes the workload itself, such as the arrival rate, still draws from the same
 //! streams, only consumes them differently.)
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// What a stream is used for. The discriminant is part of the seed derivation: never reorder.
@@ -63,6 +63,21 @@ pub fn run_seed(experiment_seed: u64, run: u64) -> u64 {
 /// The stream of one concern within a run.
 pub fn stream(run_seed: u64, which: Stream) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(derive(run_seed, which as u64))
+}
+
+/// The one way policies and the model turn random bits into a uniform real:
+/// `U(0, 1)`: the top 53 bits of one `u64` draw, so every value is a multiple of 2^-53 in
+/// `[0, 1)`. Spelled out here (rather than left to a library) so results stay the same across
+/// library versions.
+#[inline]
+pub fn u01<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// `U(a, b)` for `a <= b`.
+#[inline]
+pub fn uniform<R: Rng + ?Sized>(rng: &mut R, a: f64, b: f64) -> f64 {
+    a + (b - a) * u01(rng)
 }
 
 #[cfg(test)]

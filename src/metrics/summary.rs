@@ -4,6 +4,7 @@
 //! This is the one place that lists the metrics: runs.csv and summary.csv both read it.
 
 use super::{FailReason, RunMetrics};
+pub use crate::stats::Stat;
 
 /// One metric's value in one run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -81,15 +82,6 @@ pub const METRICS: &[Metric] = &[
     Metric { name: "metastable", read: |m| m.metastable.map_or(Value::Missing, |b| Value::Count(b as u64)) },
     count!("events", events),
 ];
-
-/// Mean and sample standard deviation of one metric over runs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Stat {
-    /// `None` when no run has a value.
-    pub mean: Option<f64>,
-    /// Sample standard deviation (n - 1); 0 for a single value.
-    pub sd: Option<f64>,
-}
 
 /// Mean and sd over the runs that have a value: for `recovery_time_s` that is the runs that
 /// recovered (DESIGN §5); `metastable`'s mean is the fraction of the measurable runs that

@@ -1,7 +1,7 @@
 //! Duration distributions (DESIGN §3.2) turned into samplers over nanoseconds.
 
 use crate::engine::Span;
-use crate::policy::uniform::u01;
+use crate::engine::rng::u01;
 use rand::Rng;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
 

@@ -2,7 +2,7 @@
 
 use super::dist::Dist;
 use crate::engine::Span;
-use crate::policy::uniform::u01;
+use crate::engine::rng::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub struct Network {

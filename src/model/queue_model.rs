@@ -31,12 +31,12 @@ use super::server::workers::Next;
 use super::server::{Arrival, Reply, Request, Server, ServerParams};
 use super::workload::{OpenArrivals, StartTimes, Workload};
 use super::workspace::Leftovers;
+use crate::engine::rng::u01;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::Outcome;
-use crate::policy::uniform::u01;
 use hdrhistogram::Histogram;
 use rand_xoshiro::Xoshiro256PlusPlus;
 

@@ -1,8 +1,8 @@
 //! Who calls and when (DESIGN §3.1): the closed herd of clients, or open Poisson arrivals
 //! generated one at a time as the run goes (never materialised up front).
 
+use crate::engine::rng::u01;
 use crate::engine::{Instant, NS_PER_S, Span};
-use crate::policy::uniform::u01;
 use rand::Rng;
 use rand_distr::{Distribution, Exp1};
 

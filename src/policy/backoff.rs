@@ -17,8 +17,8 @@
 //! Delays are computed in `f64` nanoseconds and rounded to the nearest nanosecond. Kinds with
 //! no randomness draw nothing, so adding a deterministic strategy never shifts another stream.
 
-use super::uniform::{u01, uniform};
 use crate::engine::Span;
+use crate::engine::rng::{u01, uniform};
 use rand::Rng;
 
 /// The longest delay a backoff returns (100 years): an uncapped exponential overflows `f64`

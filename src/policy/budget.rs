@@ -598,7 +598,7 @@ impl ConcurrencyBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::uniform::u01;
+    use crate::engine::rng::u01;
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 

@@ -22,8 +22,8 @@ use super::budget::{
     RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
 };
 use super::throttle::{AwsAdaptive, SreThrottle, SreThrottleParams};
-use super::uniform::u01;
 use super::{BreakerState, FailReason, FailedAttempt, Outcome, RetryPermission};
+use crate::engine::rng::u01;
 use crate::engine::{Instant, Span};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::rc::Rc;

@@ -11,7 +11,6 @@ pub mod presets;
 pub mod retry_after;
 pub mod retry_on;
 pub mod throttle;
-pub mod uniform;
 
 pub use backoff::{Backoff, BackoffState};
 pub use breaker::{Breaker, BreakerParams, BreakerState, BreakerWindow};

@@ -22,8 +22,8 @@
 //! every other path draws nothing, so honouring Retry-After never shifts the client's stream
 //! where no jitter is applied.
 
-use super::uniform::uniform;
 use crate::engine::Span;
+use crate::engine::rng::uniform;
 use rand::Rng;
 
 /// urllib3's `retry_after_max = 21600` s, 6 h (reference §7, added by PR #3743 after a server's

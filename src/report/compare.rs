@@ -7,9 +7,9 @@
 
 use super::ReportError;
 use super::format::{sig, with_interval};
-use super::interval::Estimate;
 use super::metric_info::{Better, info, label};
 use super::table::{ResultSet, SummaryRow};
+use crate::stats::Estimate;
 use std::fmt::Write as _;
 
 /// How to print a comparison.

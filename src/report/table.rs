@@ -8,9 +8,9 @@
 //! by name, never by position: metrics added later show up without a change here.
 
 use super::ReportError;
-use super::interval::Estimate;
 use super::run_distribution::RunDistribution;
 use crate::results::manifest::{FaultInfo as Fault, Manifest};
+use crate::stats::Estimate;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

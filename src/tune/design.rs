@@ -2,7 +2,8 @@
 //! the coarse stage, axis neighbours at a shrinking step for the refinement. Pure functions of
 //! their arguments and a seed.
 
-use rand::{Rng, SeedableRng};
+use crate::engine::rng::u01;
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Lattice coordinates: one level index per parameter.
@@ -11,14 +12,9 @@ pub type Index = Vec<usize>;
 /// Latin hypercubes drawn to pick the most spread-out one.
 pub const MAXIMIN_TRIES: usize = 32;
 
-/// A uniform number in [0, 1) from 53 random bits.
-fn uniform(rng: &mut Xoshiro256PlusPlus) -> f64 {
-    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
-
 /// A uniform index below `n` (> 0).
 fn below(rng: &mut Xoshiro256PlusPlus, n: usize) -> usize {
-    ((uniform(rng) * n as f64) as usize).min(n - 1)
+    ((u01(rng) * n as f64) as usize).min(n - 1)
 }
 
 /// One Latin hypercube of `n` points on a lattice of `dims[j]` levels per parameter: each
@@ -32,7 +28,7 @@ fn latin_hypercube(dims: &[usize], n: usize, rng: &mut Xoshiro256PlusPlus) -> Ve
             strata.swap(i, below(rng, i + 1));
         }
         for (p, &s) in points.iter_mut().zip(&strata) {
-            let x = (s as f64 + uniform(rng)) / n as f64;
+            let x = (s as f64 + u01(rng)) / n as f64;
             p[j] = ((x * levels as f64) as usize).min(levels - 1);
         }
     }

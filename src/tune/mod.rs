@@ -36,10 +36,10 @@ pub mod output;
 
 use crate::experiment::tune::{Level, TuneSpec};
 use crate::experiment::{Experiment, Point};
-use crate::metrics::aggregate::Running;
 use crate::metrics::summary::METRICS;
-use crate::report::interval::Estimate;
 use crate::report::{Constraint, Op};
+use crate::stats::Estimate;
+use crate::stats::Running;
 use crate::sweep::{self, Job, Stopped};
 use design::Index;
 use std::collections::BTreeMap;

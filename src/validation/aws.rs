@@ -3,10 +3,10 @@
 //! metric, their distribution, and the study's qualitative claims.
 
 use super::markdown::sig;
-use super::stats::{self, Estimate, Z_TOLERANCE};
 use super::{Evaluation, Row, Unit};
 use crate::experiment::{Experiment, WorkloadSpec};
 use crate::metrics::RunMetrics;
+use crate::stats::{self, Estimate, Z_TOLERANCE};
 use crate::sweep::Results;
 use std::collections::BTreeMap;
 use std::path::Path;

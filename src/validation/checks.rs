@@ -7,7 +7,6 @@
 //! [`stats::tolerance`]: 4 standard errors of the difference plus the resolution stated in the
 //! check's `method`.
 
-use super::stats::{self, Estimate};
 use super::{Evaluation, Row, Unit, aws, theory};
 use crate::experiment::{
     BackoffSpec, BreakerWindowSpec, BudgetSpec, DistSpec, Experiment, ExperimentSpec, FaultSpec,
@@ -15,6 +14,7 @@ use crate::experiment::{
 };
 use crate::metrics::RunMetrics;
 use crate::metrics::series::SERIES;
+use crate::stats::{self, Estimate};
 use crate::sweep::Results;
 use std::path::Path;
 
@@ -497,7 +497,7 @@ fn poisson(exp: &Experiment, results: &Results, _: &Path) -> Result<Evaluation, 
     let k = whole as f64;
     let runs = dispersions.len();
     let sd_d = stats::sample_sd(&dispersions);
-    let sd_estimate = Estimate { mean: sd_d, se: sd_d / (2.0 * (runs as f64 - 1.0)).sqrt(), n: runs };
+    let sd_estimate = Estimate::from_se(sd_d, sd_d / (2.0 * (runs as f64 - 1.0)).sqrt(), runs as u64);
     let rows = vec![
         Row::value(
             format!("mean count per {} bucket, lambda w", super::markdown::sig(width * 1e3, 4) + " ms"),

@@ -66,7 +66,7 @@ fn observed(r: &Row) -> String {
     let u = r.unit;
     match r.observed {
         Observed::Mean(e) => {
-            let hw = e.half_width();
+            let hw = e.half_width.unwrap_or(0.0);
             if hw > 0.0 {
                 format!("{} ± {}{}", sig(e.mean * u.scale, 4), sig(hw * u.scale, 2), u.suffix)
             } else {
@@ -209,9 +209,9 @@ pub fn render(findings: &[Finding]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::stats::Estimate;
     use super::super::{Evaluation, Unit};
     use super::*;
+    use crate::stats::Estimate;
 
     #[test]
     fn significant_digits() {
@@ -235,15 +235,14 @@ mod tests {
             Unit::NUMBER,
             0.1217,
             0.0,
-            Estimate { mean: 0.1213, se: 0.0005, n: 20 },
+            Estimate::from_se(0.1213, 0.0005, 20),
             0.0,
         );
-        let fail =
-            Row::value("mean wait", Unit::MS, 0.002, 0.0, Estimate { mean: 0.0021, se: 0.00001, n: 40 }, 0.0);
+        let fail = Row::value("mean wait", Unit::MS, 0.002, 0.0, Estimate::from_se(0.0021, 0.00001, 40), 0.0);
         let exact = Row::value("extra calls", Unit::NUMBER, 1000.0, 0.0, Estimate::exact(1000.0, 1), 0.0);
         let range = Row::within("first delay", Unit::MS, 0.01, 0.03, 0.0100002, 0.0299997, 0.5e-9);
         let published =
-            Row::value("calls", Unit::NUMBER, 37.6, 0.127, Estimate { mean: 37.52, se: 0.118, n: 300 }, 0.05);
+            Row::value("calls", Unit::NUMBER, 37.6, 0.127, Estimate::from_se(37.52, 0.118, 300), 0.05);
         let finding = |id: &str, rows: Vec<Row>, failures: Vec<String>| Finding {
             id: id.into(),
             title: format!("Title {id}"),

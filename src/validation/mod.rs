@@ -14,20 +14,19 @@
 //! | [`checks`] | the check list: which file, which quantities, which formula |
 //! | [`theory`] | the closed forms (Erlang B/C, Pollaczek-Khinchine, backoff laws) |
 //! | [`aws`] | the AWS 2015 study: z-scores against its simulator's numbers, its claims |
-//! | [`stats`] | standard errors, t and normal quantiles, z-scores, the tolerance rule |
+//! | [`crate::stats`] | standard errors, t and normal quantiles, z-scores, the tolerance rule |
 //! | [`markdown`] | VALIDATION.md |
 
 pub mod aws;
 pub mod checks;
 pub mod markdown;
-pub mod stats;
 pub mod theory;
 
 use crate::experiment::{self, Experiment, Overrides};
 use crate::metrics::RunMetrics;
 use crate::metrics::series::TimeSeries;
+use crate::stats::{self, Estimate};
 use crate::sweep;
-use stats::Estimate;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 

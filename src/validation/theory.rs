@@ -51,7 +51,7 @@ pub fn dist_mean(d: &DistSpec) -> f64 {
                 return m.abs();
             }
             s * (2.0 / std::f64::consts::PI).sqrt() * (-m * m / (2.0 * s * s)).exp()
-                + m * (1.0 - 2.0 * super::stats::normal_cdf(-m / s))
+                + m * (1.0 - 2.0 * crate::stats::normal_cdf(-m / s))
         }
     }
 }
@@ -203,7 +203,7 @@ pub fn decorrelated_means(base: f64, cap: f64, retries: u32) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::uniform::u01;
+    use crate::engine::rng::u01;
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 

@@ -3,9 +3,9 @@
 //! time factors the workers ask for.
 
 use crate::engine::Instant;
+use crate::engine::rng::u01;
 use crate::metrics::recovery::FaultSpan;
 use crate::policy::Outcome;
-use crate::policy::uniform::u01;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{Admission, Reply, Request, RetryAfterCode};

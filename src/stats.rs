@@ -1,9 +1,0 @@
-//! Process statistics for `--stats` (never part of results).
-
-/// Peak resident memory of this process in bytes (Linux `VmHWM`), if the system tells.
-pub fn peak_memory() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}

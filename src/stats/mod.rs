@@ -1,0 +1,24 @@
+//! Statistics over runs, shared by the metrics, the report, tune and the validation suite:
+//! one estimate type, the t and normal quantiles, the special functions behind them, the
+//! running (Welford) accumulator and the validation suite's tolerance rule.
+//!
+//! Everything here is plain `f64` arithmetic in a fixed order, so the same inputs give the
+//! same bits on every machine (summary.csv and VALIDATION.md are compared byte for byte). The
+//! module imports nothing else of the crate.
+
+mod estimate;
+mod normal;
+mod running;
+mod special;
+mod t;
+mod tolerance;
+
+pub use estimate::{CONFIDENCE, Estimate, mean, sample_sd, standard_error};
+pub use normal::{chi_square_quantile, normal_cdf, normal_quantile};
+pub use running::{Running, Stat};
+pub use special::{incomplete_beta, ln_gamma};
+pub use t::{t_cdf, t_quantile, t975};
+pub use tolerance::{ROUNDING_NOISE, Z_TOLERANCE, combined_se, tolerance, z_score};
+
+#[cfg(test)]
+mod tests;
