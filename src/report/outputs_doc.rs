@@ -5,10 +5,10 @@
 //! differs from this text (`retrysim schema --outputs` prints it;
 //! `scripts/readme-generated.sh` splices it into the page).
 
-use crate::results::manifest::Manifest;
 use super::metric_info;
 use crate::metrics::series::{SERIES, SERIES_MEANING};
 use crate::metrics::summary::METRICS;
+use crate::results::manifest::Manifest;
 use std::fmt::Write;
 
 /// Marks the generated part of docs/outputs.md.
@@ -33,7 +33,7 @@ const LEADING: &[(&str, &str, &str, &str)] = &[
         "runs",
         "`seed`",
         "integer",
-        "the run's master seed (see [design.md, Determinism](design.md#determinism))",
+        "the run's master seed (see [design.md, Determinism](design.md#2-engine-and-determinism-contract))",
     ),
     ("summary", "`runs`", "count", "the runs the row aggregates"),
     ("timeseries", "`t_s`", "s", "the start of the time bucket (`[output] bucket` wide)"),

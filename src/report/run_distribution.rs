@@ -12,9 +12,13 @@ use hdrhistogram::Histogram;
 /// Cells with at most this many runs are drawn run by run; larger ones from as many quantiles.
 pub const EXACT_RUNS: usize = 500;
 
-/// Significant digits of the histogram: 1 % resolution, about 35 KB for latencies from 1 ns
-/// to 10 s whatever the number of runs.
+/// Significant digits of the histogram: 1 % resolution, whatever the number of runs.
 const SIGNIFICANT_DIGITS: u8 = 2;
+
+/// The largest value the histogram tells apart, in nanoseconds (one day); larger values are
+/// recorded as this. Explicit bounds, because a histogram made with `Histogram::new` tracks
+/// up to 2 and `saturating_record` clamps to its bound instead of growing.
+const HIGHEST_NS: u64 = 86_400 * 1_000_000_000;
 
 /// Values in seconds are recorded as whole nanoseconds.
 const NANOS_PER_S: f64 = 1e9;
@@ -34,8 +38,8 @@ impl RunDistribution {
             return;
         }
         let sketch = self.sketch.get_or_insert_with(|| {
-            let mut h =
-                Histogram::new(SIGNIFICANT_DIGITS).expect("2 significant digits is a valid precision");
+            let mut h = Histogram::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
+                .expect("1 ns .. 1 day at 2 significant digits is a valid histogram");
             for &v in &self.exact {
                 h.saturating_record(nanos(v));
             }

@@ -62,8 +62,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("slurm", &["stats", "metrics", "experiment", "sweep", "results", "report"]),
     ("progress", &["stats", "metrics"]),
+    // The stop flag that SIGINT, SIGTERM and SIGHUP raise.
+    ("interrupt", &[]),
     ("cli", &[]),
-    ("error", &["experiment", "results", "report", "slurm", "tune", "validation"]),
+    ("error", &["experiment", "results", "report", "slurm", "tune", "validation", "interrupt"]),
     (
         "commands",
         &[
@@ -83,8 +85,17 @@ const LAYERS: &[(&str, &[&str])] = &[
             "progress",
             "cli",
             "error",
+            "interrupt",
         ],
     ),
+];
+
+/// Upward imports that are known and scheduled to go. The test fails when one of them
+/// disappears (remove it here) as well as when a new one appears.
+const KNOWN: &[(&str, &str)] = &[
+    // `[tune]` is still parsed in the file format, which builds `report::Constraint` for it;
+    // moving `[tune]` into `tune/` and `Constraint` below both layers removes this.
+    ("src/experiment/tune.rs", "report"),
 ];
 
 fn src() -> PathBuf {
@@ -263,6 +274,12 @@ fn no_layer_imports_a_layer_above_it() {
                 violations.push(format!("{}: `{top}` imports `{used}`", rel.display()));
             }
         }
+    }
+    for (file, used) in KNOWN {
+        let known = format!("{file}: `{}` imports `{used}`", file.split('/').nth(1).unwrap());
+        let before = violations.len();
+        violations.retain(|v| *v != known);
+        assert!(violations.len() < before, "{known} is in KNOWN but no longer happens: remove it");
     }
     assert!(
         violations.is_empty(),

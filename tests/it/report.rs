@@ -240,7 +240,8 @@ fn tables_are_read_by_column_name() {
     assert_eq!(set.points.len(), 9);
     assert_eq!(set.strategies.len(), 6);
     assert_eq!(set.summary.len(), 54);
-    assert_eq!(set.runs.len(), 54 * 3);
+    assert_eq!(set.runs.len(), 54, "one run summary per cell");
+    assert_eq!(set.runs.values().map(|c| c.rows).sum::<u64>(), 54 * 3, "every run is counted");
     assert_eq!(set.points[0].capacity_rps, Some(1200.0));
     assert_eq!(set.points[0].faults.len(), 1);
     let sr = set.metric_index("success_rate").unwrap();
