@@ -6,6 +6,20 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+/// What `tune` and `validation` may use: everything they drive.
+const BELOW_THE_VERBS: &[&str] = &[
+    "engine",
+    "stats",
+    "policy",
+    "metrics",
+    "experiment",
+    "model",
+    "assembly",
+    "sweep",
+    "results",
+    "report",
+];
+
 /// Each top-level module and the modules it may import, lowest layer first. Modules of the
 /// same row do not import each other unless listed.
 const LAYERS: &[(&str, &[&str])] = &[
@@ -30,36 +44,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Reads a finished folder and presents it: charts, report.html, the comparison.
     ("report", &["stats", "metrics", "experiment", "results"]),
     // The verbs' own logic, above everything they drive.
-    (
-        "tune",
-        &[
-            "engine",
-            "stats",
-            "policy",
-            "metrics",
-            "experiment",
-            "model",
-            "assembly",
-            "sweep",
-            "results",
-            "report",
-        ],
-    ),
-    (
-        "validation",
-        &[
-            "engine",
-            "stats",
-            "policy",
-            "metrics",
-            "experiment",
-            "model",
-            "assembly",
-            "sweep",
-            "results",
-            "report",
-        ],
-    ),
+    ("tune", BELOW_THE_VERBS),
+    ("validation", BELOW_THE_VERBS),
     ("slurm", &["stats", "metrics", "experiment", "sweep", "results", "report"]),
     ("progress", &["stats", "metrics"]),
     // The stop flag that SIGINT, SIGTERM and SIGHUP raise.
