@@ -294,10 +294,10 @@ fn rank_constraints(r: &RankArgs, known_metrics: bool) -> Result<Vec<report::Con
     let constraints =
         r.constraints.iter().map(|c| report::Constraint::parse(c)).collect::<Result<Vec<_>, _>>()?;
     if known_metrics {
-        let names = crate::metrics::summary::METRICS.iter().map(|m| m.name);
+        let names = crate::metrics::METRICS.iter().map(|m| m.name);
         for name in r.rank.iter().map(String::as_str).chain(constraints.iter().map(|c| c.metric.as_str())) {
             if !names.clone().any(|m| m == name) {
-                let hint = experiment::schema::check::closest(name, names.clone())
+                let hint = crate::suggest::closest(name, names.clone())
                     .map(|c| format!(" (did you mean `{c}`?)"))
                     .unwrap_or_default();
                 return Err(report::ReportError::UnknownMetric {
@@ -418,7 +418,7 @@ pub fn presets(a: &PresetsArgs) -> Result<(), Error> {
         flag: format!("presets {name}"),
         reason: format!(
             "no preset named `{name}`{}; the presets are: {}",
-            experiment::schema::check::closest(name, presets::PRESETS.iter().map(|p| p.name))
+            crate::suggest::closest(name, presets::PRESETS.iter().map(|p| p.name))
                 .map(|c| format!(" (did you mean `{c}`?)"))
                 .unwrap_or_default(),
             presets::PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")

@@ -98,6 +98,7 @@ pub mod report;
 pub mod results;
 pub mod slurm;
 pub mod stats;
+pub mod suggest;
 pub mod sweep;
 pub mod tune;
 pub mod validation;

@@ -27,10 +27,11 @@ use super::ConfigError;
 use super::Point;
 use super::duration::Duration;
 use super::load::{SpecError, key_order, merged_strategy, spec_with, strategy_key};
-use super::schema::check::{Checker, Fill, closest, invalid, list};
+use super::schema::check::{Checker, Fill, invalid};
 use super::schema::{CLIENT, Field, TUNE, Ty};
-use crate::metrics::summary::METRICS;
+use crate::metrics::METRICS;
 use crate::report::Constraint;
+use crate::suggest::{closest, list};
 use toml::{Table, Value};
 
 /// A checked `[tune]`, with what it needs to build its candidates: the file as overridden.

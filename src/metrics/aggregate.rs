@@ -6,8 +6,8 @@
 //! sums (and so the files) are the same on any number of threads.
 
 use super::RunMetrics;
+use super::catalogue::METRICS;
 use super::series::{SERIES, TimeSeries};
-use super::summary::METRICS;
 use crate::stats::{Running, Stat};
 
 /// The summary statistics of one cell, run by run.

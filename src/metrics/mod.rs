@@ -1,11 +1,13 @@
-//! Measurements: per-run counters and histograms ([`RunRecorder`] -> [`RunMetrics`]) and their
-//! aggregation across runs ([`summary`]). Names and meanings are DESIGN §5's contract.
+//! Measurements: per-run counters and histograms ([`RunRecorder`] -> [`RunMetrics`]), the
+//! [`catalogue`] of metric columns read from them, and their aggregation across runs
+//! ([`aggregate`]). Names and meanings are DESIGN §5's contract.
 
 pub mod aggregate;
+pub mod catalogue;
 mod recorder;
 pub mod recovery;
 pub mod series;
-pub mod summary;
 
 pub use crate::policy::FailReason;
+pub use catalogue::{Better, METRICS, Metric, Value};
 pub use recorder::{RunMetrics, RunRecorder, latency_histogram};

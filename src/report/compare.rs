@@ -6,10 +6,11 @@
 //! a terminal).
 
 use super::ReportError;
-use super::format::{sig, with_interval};
-use super::metric_info::{Better, info, label};
+use super::format::with_interval;
 use super::table::{ResultSet, SummaryRow};
+use crate::metrics::catalogue::{self, Better, label};
 use crate::stats::Estimate;
+use crate::stats::sig;
 use std::fmt::Write as _;
 
 /// How to print a comparison.
@@ -68,7 +69,7 @@ fn is_better(better: Better, a: f64, b: f64) -> bool {
 /// The metric that picks each strategy's best point in a large sweep: the first compared
 /// metric with a direction whose means are not all equal.
 fn primary_metric(set: &ResultSet, metrics: &[usize]) -> Option<usize> {
-    metrics.iter().copied().find(|&m| info(&set.metrics[m]).better.is_some())
+    metrics.iter().copied().find(|&m| catalogue::better(&set.metrics[m]).is_some())
 }
 
 /// The end-of-run comparison: one row per strategy (per point for sweeps of at most
@@ -146,7 +147,7 @@ pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
             .collect()
     } else {
         let primary = primary_metric(set, &metrics).unwrap_or(metrics[0]);
-        let better = info(&set.metrics[primary]).better.unwrap_or(Better::Lower);
+        let better = catalogue::better(&set.metrics[primary]).unwrap_or(Better::Lower);
         let rows = (0..set.strategies.len())
             .filter_map(|s| {
                 let mut best: Option<(usize, f64)> = None;
@@ -195,7 +196,7 @@ fn render_group(
     // The best mean of each column (all rows sharing it are marked).
     let best: Vec<Option<f64>> = (0..metrics.len())
         .map(|c| {
-            let better = info(&set.metrics[metrics[c]]).better?;
+            let better = catalogue::better(&set.metrics[metrics[c]])?;
             estimates
                 .iter()
                 .filter_map(|e| e[c].map(|e| e.mean))
@@ -263,7 +264,7 @@ fn render_group(
     // do not overlap.
     let mut notes = Vec::new();
     for (c, &m) in metrics.iter().enumerate() {
-        let Some(better) = info(&set.metrics[m]).better else { continue };
+        let Some(better) = catalogue::better(&set.metrics[m]) else { continue };
         let mut present: Vec<(usize, Estimate)> =
             estimates.iter().enumerate().filter_map(|(r, e)| e[c].map(|e| (r, e))).collect();
         if present.len() < 2 {
@@ -320,7 +321,7 @@ fn percent(x: f64) -> String {
 fn difference(metric: &str, better: Better, best: &str, b: f64, worst: &str, w: f64) -> String {
     let what = label(metric);
     match better {
-        Better::Lower if info(metric).unit.starts_with("fraction") => format!(
+        Better::Lower if catalogue::find(metric).map_or("", |m| m.unit).starts_with("fraction") => format!(
             "{best}: {what}: {} % of the runs, against {} % for {worst}",
             sig(100.0 * b, 3),
             sig(100.0 * w, 3)
@@ -330,7 +331,10 @@ fn difference(metric: &str, better: Better, best: &str, b: f64, worst: &str, w: 
             let word = if is_count(metric) { "fewer" } else { "lower" };
             format!("{best}: {pct} % {word} {what} than {worst} ({} vs {})", sig(b, 4), sig(w, 4))
         }
-        Better::Higher if metric == "success_rate" || info(metric).unit.starts_with("fraction") => {
+        Better::Higher
+            if metric == "success_rate"
+                || catalogue::find(metric).map_or("", |m| m.unit).starts_with("fraction") =>
+        {
             format!(
                 "{best}: {what} {} percentage points higher than {worst} ({} vs {})",
                 percent(100.0 * (b - w)),
@@ -455,15 +459,10 @@ impl Constraint {
 /// The index of a metric, or an error that lists the metrics and suggests the closest.
 fn metric_or_error(set: &ResultSet, name: &str) -> Result<usize, ReportError> {
     set.metric_index(name).ok_or_else(|| {
-        let closest = set
-            .metrics
-            .iter()
-            .map(|m| (strsim::levenshtein(m, name), m))
-            .filter(|(d, _)| *d <= 3)
-            .min_by_key(|(d, _)| *d);
+        let closest = crate::suggest::closest(name, set.metrics.iter().map(String::as_str));
         ReportError::UnknownMetric {
             name: name.to_string(),
-            suggestion: closest.map(|(_, m)| format!(" (did you mean `{m}`?)")).unwrap_or_default(),
+            suggestion: closest.map(|m| format!(" (did you mean `{m}`?)")).unwrap_or_default(),
             known: set.metrics.join(", "),
         }
     })
@@ -479,7 +478,7 @@ pub fn rank<'s>(set: &'s ResultSet, metric: &str, constraints: &[Constraint]) ->
         .iter()
         .map(|c| metric_or_error(set, &c.metric).map(|i| (i, c)))
         .collect::<Result<_, _>>()?;
-    let better = info(metric).better.unwrap_or(Better::Lower);
+    let better = catalogue::better(metric).unwrap_or(Better::Lower);
     let holds = |row: &SummaryRow, (ci, c): (usize, &Constraint)| {
         row.mean[ci].is_some_and(|x| c.op.holds(x, c.value))
     };

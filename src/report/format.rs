@@ -1,31 +1,14 @@
 //! Numbers for people: rounded to the digits that mean something, formatted the same way on
 //! every platform (Rust's float formatting is exact and locale-free).
 
+use crate::stats::{decimal_exponent, fixed, sig};
+
 /// Decimal places that show `x` to `sig` significant digits (0 for numbers >= 10^(sig-1)).
 fn decimals_for(x: f64, sig: i32) -> usize {
     if x == 0.0 || !x.is_finite() {
         return 0;
     }
-    let exp = x.abs().log10().floor() as i32;
-    (sig - 1 - exp).clamp(0, 12) as usize
-}
-
-/// Formats with `decimals` places, without a negative zero.
-fn fixed(x: f64, decimals: usize) -> String {
-    let s = format!("{x:.decimals$}");
-    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') { s[1..].to_string() } else { s }
-}
-
-/// A value alone, to `sig` significant digits, never in exponent form; integers stay whole.
-pub fn sig(x: f64, sig: i32) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        return fixed(x, 0);
-    }
-    let s = fixed(x, decimals_for(x, sig));
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+    (sig - 1 - decimal_exponent(x)).clamp(0, 12) as usize
 }
 
 /// The rounding step of a half-width: one significant digit, two when it starts with 1 (so
@@ -90,12 +73,7 @@ mod tests {
     }
 
     #[test]
-    fn significant_digits() {
-        assert_eq!(sig(1.0, 4), "1");
-        assert_eq!(sig(4213.8, 4), "4214");
-        assert_eq!(sig(0.0698286, 3), "0.0698");
-        assert_eq!(sig(3.2, 4), "3.2");
-        assert_eq!(sig(-0.00001, 1), "-0.00001");
+    fn ticks() {
         assert_eq!(tick(0.5, 0.1), "0.5");
         assert_eq!(tick(2000.0, 500.0), "2000");
         assert_eq!(tick(-0.0, 1.0), "0");

@@ -3,11 +3,12 @@
 //! as SVG. Everything that comes from the files is escaped.
 
 use super::chart::Chart;
+use super::chart::KEY_METRICS;
 use super::format::{cell, with_interval};
-use super::metric_info::{KEY_METRICS, axis_title};
 use super::paths;
 use super::table::ResultSet;
 use super::text::escape;
+use crate::metrics::catalogue::axis_title;
 use std::fmt::Write as _;
 
 const STYLE: &str = "\

@@ -9,7 +9,6 @@ pub mod compare;
 mod error;
 pub mod format;
 pub mod html;
-pub mod metric_info;
 mod options;
 pub mod outputs_doc;
 pub mod paths;

@@ -1,13 +1,12 @@
 //! docs/outputs.md's column reference, generated from the declarations the files are written
-//! from: the metrics ([`METRICS`], with their unit and meaning in [`metric_info`]), the series
+//! from: the metric catalogue ([`METRICS`], each with its unit and meaning), the series
 //! ([`SERIES`], [`SERIES_MEANING`]) and the fields of [`Manifest`]. A column or field without
 //! a meaning is listed as such, and `tests/it/readme.rs` fails on it and on a page that
 //! differs from this text (`retrysim schema --outputs` prints it;
 //! `scripts/readme-generated.sh` splices it into the page).
 
-use super::metric_info;
+use crate::metrics::METRICS;
 use crate::metrics::series::{SERIES, SERIES_MEANING};
-use crate::metrics::summary::METRICS;
 use crate::results::manifest::Manifest;
 use std::fmt::Write;
 
@@ -75,9 +74,8 @@ pub fn outputs_reference() -> String {
          | column | unit | meaning |\n|---|---|---|\n",
     );
     for m in METRICS {
-        let info = metric_info::info(m.name);
-        let unit = if info.unit.is_empty() { UNDOCUMENTED } else { info.unit };
-        let meaning = if info.meaning.is_empty() { UNDOCUMENTED } else { info.meaning };
+        let unit = if m.unit.is_empty() { UNDOCUMENTED } else { m.unit };
+        let meaning = if m.meaning.is_empty() { UNDOCUMENTED } else { m.meaning };
         let _ = writeln!(s, "| `{}` | {unit} | {meaning} |", m.name);
     }
     s.push_str(

@@ -1,5 +1,5 @@
 //! runs.csv, summary.csv and timeseries.csv (DESIGN §6): the swept parameter columns,
-//! `strategy`, then the metrics of [`crate::metrics::summary::METRICS`] or the series of
+//! `strategy`, then the metrics of [`crate::metrics::METRICS`] or the series of
 //! [`crate::metrics::series::SERIES`] in order. Each exporter turns results into rows as they
 //! stream in; [`super::writer`] does the file writing.
 
@@ -8,7 +8,8 @@ use crate::experiment::Experiment;
 use crate::metrics::RunMetrics;
 use crate::metrics::aggregate::{CellSeries, CellSummary};
 use crate::metrics::series::SERIES;
-use crate::metrics::summary::{METRICS, Stat, Value};
+use crate::metrics::{METRICS, Value};
+use crate::stats::Stat;
 use crate::sweep::Cell;
 
 /// One row per (point, strategy, run).

@@ -1,11 +1,13 @@
 //! Statistics over runs, shared by the metrics, the report, tune and the validation suite:
 //! one estimate type, the t and normal quantiles, the special functions behind them, the
-//! running (Welford) accumulator and the validation suite's tolerance rule.
+//! running (Welford) accumulator, the validation suite's tolerance rule and the one
+//! significant-figure formatter.
 //!
 //! Everything here is plain `f64` arithmetic in a fixed order, so the same inputs give the
 //! same bits on every machine (summary.csv and VALIDATION.md are compared byte for byte). The
 //! module imports nothing else of the crate.
 
+mod digits;
 mod estimate;
 mod normal;
 mod running;
@@ -13,6 +15,7 @@ mod special;
 mod t;
 mod tolerance;
 
+pub use digits::{decimal_exponent, fixed, sig, sig_padded};
 pub use estimate::{CONFIDENCE, Estimate, mean, sample_sd, standard_error};
 pub use normal::{chi_square_quantile, normal_cdf, normal_quantile};
 pub use running::{Running, Stat};

@@ -36,7 +36,7 @@ pub mod output;
 
 use crate::experiment::tune::{Level, TuneSpec};
 use crate::experiment::{Experiment, Point};
-use crate::metrics::summary::METRICS;
+use crate::metrics::METRICS;
 use crate::report::{Constraint, Op};
 use crate::stats::Estimate;
 use crate::stats::Running;

@@ -5,13 +5,15 @@
 
 use super::{Tuner, holds, margin, metric_index};
 use crate::experiment::tune::{Domain, Numeric};
+use crate::metrics::catalogue::{axis_title, label};
+use crate::report::chart::KEY_METRICS;
 use crate::report::chart::axis::Axis;
 use crate::report::chart::tune::{TuneChart, TunePoint, charts, param_axis};
-use crate::report::format::{sig, with_interval};
-use crate::report::metric_info::{KEY_METRICS, axis_title};
+use crate::report::format::with_interval;
 use crate::report::{ReportError, paths};
 use crate::results::{WriteError, write_atomically};
 use crate::stats::Estimate;
+use crate::stats::sig;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use toml::Value;
@@ -29,7 +31,7 @@ pub fn csv_metrics(t: &Tuner) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for n in names {
         if let Some(m) = metric_index(n) {
-            let name = crate::metrics::summary::METRICS[m].name;
+            let name = crate::metrics::METRICS[m].name;
             if !out.contains(&name) {
                 out.push(name);
             }
@@ -293,7 +295,7 @@ pub fn chart_data(t: &Tuner) -> Vec<crate::report::chart::Chart> {
     let y = Axis::for_values(ranked_points.iter().map(|p| p.objective), true, false);
     let title = format!(
         "{} of {} over the space",
-        crate::report::chart::sweep_lines::capitalise(&crate::report::metric_info::label(&t.spec.objective)),
+        crate::report::chart::sweep_lines::capitalise(&label(&t.spec.objective)),
         t.spec.strategy_name
     );
     let data = TuneChart {

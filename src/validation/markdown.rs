@@ -5,42 +5,7 @@
 use super::{Expected, Finding, Observed, Row, SUITE_DIR};
 use std::fmt::Write;
 
-/// `x` with `digits` significant digits (at least; whole numbers keep all theirs), "-0"
-/// written "0".
-pub fn sig(x: f64, digits: i32) -> String {
-    if !x.is_finite() {
-        return format!("{x}");
-    }
-    if x == 0.0 {
-        return "0".into();
-    }
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        return format!("{x:.0}");
-    }
-    let a = x.abs();
-    // The decimal exponent e with 10^e <= a < 10^(e+1), by multiplying and dividing by 10
-    // (correctly rounded on every IEEE machine, unlike log10).
-    let mut e = 0i32;
-    let mut p = 1.0f64;
-    if a >= 1.0 {
-        while a >= p * 10.0 {
-            p *= 10.0;
-            e += 1;
-        }
-    } else {
-        while a < p {
-            p /= 10.0;
-            e -= 1;
-        }
-    }
-    let decimals = (digits - 1 - e).max(0) as usize;
-    let s = format!("{x:.decimals$}");
-    if s.trim_start_matches('-').chars().all(|c| c == '0' || c == '.') {
-        s.trim_start_matches('-').to_string()
-    } else {
-        s
-    }
-}
+pub use crate::stats::sig_padded as sig;
 
 /// Text for a table cell: a `|` would end the cell.
 fn cell(text: &str) -> String {
@@ -212,20 +177,6 @@ mod tests {
     use super::super::{Evaluation, Unit};
     use super::*;
     use crate::stats::Estimate;
-
-    #[test]
-    fn significant_digits() {
-        assert_eq!(sig(0.121661, 4), "0.1217");
-        assert_eq!(sig(2.046, 4), "2.046");
-        assert_eq!(sig(101173.5, 4), "101174");
-        assert_eq!(sig(1000.0, 4), "1000");
-        assert_eq!(sig(40.0, 4), "40");
-        assert_eq!(sig(-3.0, 4), "-3");
-        assert_eq!(sig(0.00089, 2), "0.00089");
-        assert_eq!(sig(-0.00001, 2), "-0.000010");
-        assert_eq!(sig(0.0, 4), "0");
-        assert_eq!(sig(9.9996, 4), "10.000");
-    }
 
     /// A tiny suite, written: the layout, each kind of row, a failure, and the same bytes twice.
     #[test]

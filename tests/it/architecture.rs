@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const BELOW_THE_VERBS: &[&str] = &[
     "engine",
     "stats",
+    "suggest",
     "policy",
     "metrics",
     "experiment",
@@ -27,12 +28,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("engine", &[]),
     // Estimates, quantiles, special functions: pure numbers.
     ("stats", &[]),
+    // The one did-you-mean rule of every error message.
+    ("suggest", &[]),
     // Retry policies: pure functions and small state machines over engine time.
     ("policy", &["engine", "stats"]),
     // What one run measured, and the catalogue of metrics.
     ("metrics", &["engine", "stats", "policy"]),
     // The file format: TOML -> a validated experiment. Never the model, a verb or a report.
-    ("experiment", &["engine", "stats", "policy", "metrics"]),
+    ("experiment", &["engine", "stats", "suggest", "policy", "metrics"]),
     // The model: workloads, network, servers, wired to events. Never the file format.
     ("model", &["engine", "stats", "policy", "metrics"]),
     // File types -> model parameters: the only place that sees both.
@@ -42,7 +45,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Streams finished runs into CSVs and manifests (atomic writes, shards, merge).
     ("results", &["engine", "stats", "policy", "metrics", "experiment", "sweep"]),
     // Reads a finished folder and presents it: charts, report.html, the comparison.
-    ("report", &["stats", "metrics", "experiment", "results"]),
+    ("report", &["stats", "suggest", "metrics", "experiment", "results"]),
     // The verbs' own logic, above everything they drive.
     ("tune", BELOW_THE_VERBS),
     ("validation", BELOW_THE_VERBS),
@@ -57,6 +60,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "engine",
             "stats",
+            "suggest",
             "policy",
             "metrics",
             "experiment",

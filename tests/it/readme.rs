@@ -45,7 +45,7 @@ fn every_output_column_has_a_unit_and_a_meaning() {
     let missing: Vec<&str> = generated.lines().filter(|l| l.contains(outputs_doc::UNDOCUMENTED)).collect();
     assert!(
         missing.is_empty(),
-        "columns without a unit or meaning (add them to src/report/metric_info.rs, \
+        "columns without a unit or meaning (add them to src/metrics/catalogue.rs, \
          SERIES_MEANING in src/metrics/series.rs or MANIFEST in src/report/outputs_doc.rs):\n{}",
         missing.join("\n")
     );

@@ -3,11 +3,12 @@
 //! and checked again, then serde maps the finished tables onto the spec types.
 
 use super::super::ConfigError;
-use super::super::schema::check::{Checker, Fill, closest, invalid, list};
+use super::super::schema::check::{Checker, Fill, invalid};
 use super::super::schema::{CLIENT, ROOT};
 use super::super::spec::{ExperimentSpec, PolicySpec, Strategy};
 use super::paths::strategy_key;
 use crate::policy::presets;
+use crate::suggest::{closest, list};
 use serde::Deserialize;
 use toml::{Table, Value};
 

@@ -528,11 +528,7 @@ fn from_sweep(err: ConfigError, canonical: &str, raw: &str, value: &str) -> Conf
     }
 }
 
-fn invalid(origin: &str, key: &str, reason: String) -> ConfigError {
-    ConfigError::InvalidValue { origin: origin.to_owned(), key: key.to_owned(), reason }
-}
-
-use super::schema::check::{closest, join, list};
+use super::schema::check::{invalid, join};
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! `server.faults[0].start`): parsed once into typed steps ([`KeyPath`]), then used by `--set`
 //! and `[sweep]` to write a value into the tree.
 
-use super::{closest, list};
+use crate::suggest::{closest, list};
 use toml::{Table, Value};
 
 /// One step of a key path.

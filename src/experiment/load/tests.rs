@@ -738,17 +738,6 @@ fn invalid_swept_values_name_the_sweep() {
 }
 
 #[test]
-fn suggestions_are_close_or_unique_abbreviations() {
-    assert_eq!(closest("concurrenc", ["concurrency", "queue"]), Some("concurrency"));
-    assert_eq!(closest("rat", ["at", "rate"]), Some("rate"));
-    assert_eq!(closest("max-attempts", ["max_attempts"]), Some("max_attempts"));
-    assert_eq!(closest("expo", ["exponential", "equal-jitter"]), Some("exponential"));
-    assert_eq!(closest("decorrelated", ["decorrelated-jitter", "decorrelated-jitter-v2"]), None);
-    assert_eq!(closest("zzzzzz", ["kind", "queue"]), None);
-    assert_eq!(closest("ra", ["rate"]), None);
-}
-
-#[test]
 fn setting_a_kind_blames_the_set_for_the_table_it_invalidates() {
     let e = set_err(MINIMAL, &["server.kind=occ"]);
     let (arg, reason) = bad_override(&e);

@@ -5,11 +5,11 @@
 use super::axis::{Axis, Scale};
 use super::sweep_lines::param_axis;
 use super::{Chart, INK, Kind, err, font, mesh};
+use crate::metrics::catalogue::{axis_title, label};
 use crate::report::ReportOptions;
-use crate::report::format;
-use crate::report::metric_info::{axis_title, label};
 use crate::report::paths;
 use crate::report::table::ResultSet;
+use crate::stats;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -153,7 +153,7 @@ impl HeatmapChart {
             if show_values && let Some(v) = v {
                 let ink = if self.scale.fraction(v) > 0.55 { INK } else { WHITE };
                 let style = font(15.0).color(&ink).pos(Pos::new(HPos::Center, VPos::Center));
-                plot.draw(&Text::new(format::sig(v, 3), (x, y), style)).map_err(err)?;
+                plot.draw(&Text::new(stats::sig(v, 3), (x, y), style)).map_err(err)?;
             }
         }
         colour_bar(&bar, &self.scale, &self.metric_title)

@@ -97,6 +97,19 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use std::sync::Once;
 
+/// The key summary metrics charted against each swept parameter, in chart order.
+pub const KEY_METRICS: &[&str] = &[
+    "success_rate",
+    "amplification",
+    "calls",
+    "completion_time_s",
+    "latency_p99_s",
+    "duplicates",
+    "recovery_time_s",
+    "peak_offered_rps",
+    "wasted_work_s",
+];
+
 /// DejaVu Sans 2.37 (Bitstream Vera license, `assets/fonts/DejaVuSans-LICENSE.txt`).
 pub(crate) const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 /// The family name the embedded font is registered under.

@@ -3,10 +3,11 @@
 //! keys' values (at most 6). Without a sweep, each metric per strategy as a dot with its
 //! interval.
 
+use super::KEY_METRICS;
 use super::axis::{Axis, Scale};
 use super::{Chart, Kind, LegendEntry, err, font, legend, legend_height, marker, mesh, strategy_color};
 use crate::experiment::Duration;
-use crate::report::metric_info::{KEY_METRICS, axis_title, label};
+use crate::metrics::catalogue::{axis_title, label};
 use crate::report::paths;
 use crate::report::table::ResultSet;
 use plotters::coord::Shift;

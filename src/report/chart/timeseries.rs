@@ -9,6 +9,7 @@ use crate::report::ReportOptions;
 use crate::report::paths;
 use crate::report::table::ResultSet;
 use crate::results::manifest::FaultInfo as Fault;
+use crate::stats;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -96,7 +97,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
                 "Mean over runs per {} s bucket: offered calls per second (strategy colour) against the server's \
                  capacity (dashed){}, successes per second (dark), and requests queued at each bucket's end (lower \
                  panel). Shaded: fault windows.{capped}",
-                format::sig(ts.bucket_s, 3),
+                stats::sig(ts.bucket_s, 3),
                 if point.capacity_rps.is_none() { " (unknown here, not drawn)" } else { "" }
             ),
             section: "Time series",
@@ -113,8 +114,6 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
     }
     charts
 }
-
-use crate::report::format;
 
 impl TimeseriesChart {
     fn legend_entries(&self) -> Vec<LegendEntry> {
