@@ -2,6 +2,7 @@
 //! aggregation across runs ([`summary`]). Names and meanings are DESIGN §5's contract.
 
 pub mod aggregate;
+pub mod constraint;
 mod recorder;
 pub mod recovery;
 pub mod series;
