@@ -8,12 +8,14 @@ use crate::cli::{
 };
 use crate::experiment::{self, Experiment, Overrides};
 use crate::interrupt::Interrupt;
+use crate::metrics::constraint::Constraint;
 use crate::policy::presets;
 use crate::progress::Progress;
 use crate::results::manifest::Manifest;
 use crate::results::writer::ResultWriter;
 use crate::slurm::{self, ArrayJob};
 use crate::sweep::{self, Shard, Stopped};
+use crate::tune::TuneSpec;
 use crate::{Error, report, results};
 use std::path::{Path, PathBuf};
 
@@ -43,7 +45,7 @@ fn shard(arg: Option<&str>) -> Result<Option<Shard>, Error> {
 
 /// `retrysim check`: validate, warn, estimate.
 pub fn check(a: &CheckArgs) -> Result<(), Error> {
-    let exp = load(&a.file, &a.overrides)?;
+    let (exp, tune) = load(&a.file, &a.overrides)?;
     let shard = shard(a.shard.as_deref())?;
     warn(&a.file, &exp);
     skipped(&exp);
@@ -75,7 +77,7 @@ pub fn check(a: &CheckArgs) -> Result<(), Error> {
         experiment::cost::mb(cost.bytes_per_run),
         experiment::cost::mb(cost.peak_bytes),
     );
-    if let Some(t) = &exp.tune {
+    if let Some(t) = &tune {
         let levels: Vec<String> = t.params.iter().map(|p| p.levels(t.levels).len().to_string()).collect();
         println!(
             "[tune]: strategy \"{}\", {} ({} values), {} scenario(s); `retrysim tune {}` searches it",
@@ -117,7 +119,7 @@ fn afford(file: &Path, exp: &Experiment, threads: usize) -> Result<experiment::c
 
 /// `retrysim run`: run the cells (or one shard of them) and write the result folder.
 pub fn run(a: &RunArgs) -> Result<(), Error> {
-    let exp = load(&a.file, &a.overrides)?;
+    let (exp, _) = load(&a.file, &a.overrides)?;
     // A bad --rank or --where is bad input: refused before anything runs.
     rank_constraints(&a.rank, true)?;
     let shard = shard(a.shard.as_deref())?;
@@ -218,9 +220,9 @@ fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
 /// `retrysim tune`: search the `[tune]` space, write tune.csv, recommendation.toml and the
 /// chart, print the recommendation.
 pub fn tune(a: &TuneArgs) -> Result<(), Error> {
-    let exp = load(&a.file, &a.overrides)?;
+    let (exp, tune) = load(&a.file, &a.overrides)?;
     let origin = a.file.display().to_string();
-    let Some(spec) = exp.tune.as_ref() else {
+    let Some(spec) = tune.as_ref() else {
         return Err(experiment::ConfigError::MissingKey {
             origin,
             key: "tune".to_owned(),
@@ -290,9 +292,12 @@ pub fn tune(a: &TuneArgs) -> Result<(), Error> {
 /// The `--where` constraints, parsed; with `known_metrics`, `--rank`'s and their metrics must
 /// be columns of runs.csv (for `run`, which has not written them yet; `plot` checks them
 /// against the folder's files).
-fn rank_constraints(r: &RankArgs, known_metrics: bool) -> Result<Vec<report::Constraint>, Error> {
-    let constraints =
-        r.constraints.iter().map(|c| report::Constraint::parse(c)).collect::<Result<Vec<_>, _>>()?;
+fn rank_constraints(r: &RankArgs, known_metrics: bool) -> Result<Vec<Constraint>, Error> {
+    let constraints = r
+        .constraints
+        .iter()
+        .map(|c| Constraint::parse(c).map_err(report::ReportError::from))
+        .collect::<Result<Vec<_>, _>>()?;
     if known_metrics {
         let names = crate::metrics::METRICS.iter().map(|m| m.name);
         for name in r.rank.iter().map(String::as_str).chain(constraints.iter().map(|c| c.metric.as_str())) {
@@ -329,7 +334,7 @@ pub fn merge(a: &MergeArgs) -> Result<(), Error> {
 
 /// `retrysim slurm`: write the job array and the merge job, and submit them or print how.
 pub fn slurm(a: &SlurmArgs) -> Result<(), Error> {
-    let exp = load(&a.file, &a.overrides)?;
+    let (exp, _) = load(&a.file, &a.overrides)?;
     warn(&a.file, &exp);
     let o = &a.overrides;
     let mut run_args = Vec::new();
@@ -522,7 +527,12 @@ fn warn(file: &Path, exp: &Experiment) {
     }
 }
 
-fn load(file: &Path, o: &OverrideArgs) -> Result<Experiment, Error> {
+/// Loads the experiment `file` with the command line's changes and checks its `[tune]`: every
+/// verb that loads a file refuses a bad one, so `run`, which ignores `[tune]`, never runs a
+/// file that `tune` would refuse.
+fn load(file: &Path, o: &OverrideArgs) -> Result<(Experiment, Option<TuneSpec>), Error> {
     let set = o.set.iter().map(|kv| experiment::parse_set_arg(kv)).collect::<Result<Vec<_>, _>>()?;
-    Ok(experiment::load(file, &Overrides { set, runs: o.runs, seed: o.seed })?)
+    let exp = experiment::load(file, &Overrides { set, runs: o.runs, seed: o.seed })?;
+    let tune = crate::tune::spec::parse(&exp)?;
+    Ok((exp, tune))
 }

@@ -153,7 +153,60 @@ impl Span {
     pub fn mul_f64(self, factor: f64) -> Span {
         Span::from_ns_f64(self.0 as f64 * factor)
     }
+
+    /// Parses a length of time as files and the command line write it, `"<number><unit>"`
+    /// (`"10ms"`, `"1.5s"`, `"2m"`), the unit one of ns, us, µs, ms, s, m, h, d, rounded to
+    /// the nearest nanosecond. A bare `"0"` is accepted; any other number needs a unit, because
+    /// a bare number is ambiguous. The error says what is wrong, for a message.
+    pub fn parse(text: &str) -> Result<Span, String> {
+        let t = text.trim();
+        if t == "0" {
+            return Ok(Span::ZERO);
+        }
+        if t.starts_with('-') {
+            return Err(format!("negative duration \"{text}\": durations must be >= 0"));
+        }
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == 'e' || c == 'E'))
+            .unwrap_or(t.len());
+        // `1e3ms` is fine, but `e` can also not start a unit; back off if the unit is empty.
+        let (num, unit) = t.split_at(split);
+        let unit = unit.trim();
+        let scale = UNITS.iter().find(|(u, _)| *u == unit).map(|(_, s)| *s).ok_or_else(|| {
+            if unit.is_empty() {
+                format!("duration \"{text}\" has no unit: write it like \"10ms\", \"1.5s\" or \"2m\"")
+            } else {
+                format!("duration \"{text}\" has an unknown unit \"{unit}\": use ns, us, ms, s, m, h or d")
+            }
+        })?;
+        let value: f64 = num.parse().map_err(|_| {
+            format!("\"{text}\" is not a duration: write it like \"10ms\", \"1.5s\" or \"2m\"")
+        })?;
+        let ns = value * scale;
+        if !ns.is_finite() || ns > MAX_PARSED_NS {
+            return Err(format!("duration \"{text}\" is too long (at most 100 years)"));
+        }
+        Ok(Span(ns.round() as u64))
+    }
 }
+
+/// Units [`Span::parse`] accepts after the number, longest first so that `ms` is not read as
+/// `m`.
+const UNITS: &[(&str, f64)] = &[
+    ("ns", 1.0),
+    ("us", 1e3),
+    ("µs", 1e3),
+    ("ms", 1e6),
+    ("s", 1e9),
+    ("m", 60e9),
+    ("h", 3600e9),
+    ("d", 86_400e9),
+];
+
+/// The longest span [`Span::parse`] accepts: about 292 years would overflow `u64`
+/// nanoseconds; a century of simulated time is more than any experiment needs and leaves room
+/// for additions.
+const MAX_PARSED_NS: f64 = 100.0 * 365.0 * 86_400e9;
 
 impl Add<Span> for Instant {
     type Output = Instant;
@@ -293,5 +346,26 @@ mod tests {
         assert_eq!(Span::from_ns_f64(1e300), Span::MAX);
         assert_eq!(Span::from_secs_f64(1.5), Span::from_ns(1_500_000_000));
         assert_eq!(Span::from_ns(10).mul_f64(2.5), Span::from_ns(25));
+    }
+
+    #[test]
+    fn parses_every_unit() {
+        assert_eq!(Span::parse("10ms").unwrap().as_ns(), 10_000_000);
+        assert_eq!(Span::parse("1.5s").unwrap().as_ns(), 1_500_000_000);
+        assert_eq!(Span::parse("2m").unwrap().as_ns(), 120_000_000_000);
+        assert_eq!(Span::parse("1h").unwrap().as_ns(), 3_600_000_000_000);
+        assert_eq!(Span::parse("250us").unwrap().as_ns(), 250_000);
+        assert_eq!(Span::parse("7ns").unwrap().as_ns(), 7);
+        assert_eq!(Span::parse("0").unwrap().as_ns(), 0);
+        assert_eq!(Span::parse(" 3 s ").unwrap().as_ns(), 3_000_000_000);
+    }
+
+    #[test]
+    fn refuses_bad_durations() {
+        assert!(Span::parse("-5ms").unwrap_err().contains("negative"));
+        assert!(Span::parse("10").unwrap_err().contains("no unit"));
+        assert!(Span::parse("10 fortnights").unwrap_err().contains("unknown unit"));
+        assert!(Span::parse("abc").is_err());
+        assert!(Span::parse("1e30h").unwrap_err().contains("too long"));
     }
 }

@@ -14,13 +14,15 @@ mod error;
 mod load;
 pub mod schema;
 pub mod spec;
-pub mod tune;
 mod validate;
 mod warnings;
 
 pub use duration::Duration;
 pub use error::ConfigError;
-pub use load::{Skipped, load, load_str, parse_set_arg};
+pub use load::{
+    Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg, spec_with, strategy_key,
+    value_text,
+};
 pub use spec::*;
 pub use warnings::{Warning, warnings};
 
@@ -68,8 +70,22 @@ pub struct Experiment {
     pub points: Vec<Point>,
     /// Points that `[sweep] skip_invalid` left out, with the reason.
     pub skipped: Vec<Skipped>,
-    /// The file's `[tune]`, checked: what `retrysim tune` searches (`run` ignores it).
-    pub tune: Option<tune::TuneSpec>,
+    /// The file's `[tune]`, unchecked: what `retrysim tune` searches (`run` ignores it).
+    pub tune: Option<TuneSection>,
+}
+
+/// `[tune]` as the file gives it, with what checking it needs. The file format only carries
+/// it: its meaning (strategy, metrics, space, scenarios) is the `tune` layer's, which checks it
+/// against the rest of the file and builds the candidates from [`TuneSection::base`].
+#[derive(Clone, Debug)]
+pub struct TuneSection {
+    /// `[tune]` after `--set`.
+    pub raw: toml::Value,
+    /// The file after `--set`, without `[sweep]` and `[tune]`: what scenarios and candidates
+    /// change.
+    pub base: toml::Table,
+    /// Names the file in messages.
+    pub origin: String,
 }
 
 /// One point of the sweep.

@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod catalogue;
+pub mod constraint;
 mod recorder;
 pub mod recovery;
 pub mod series;

@@ -9,6 +9,7 @@ use super::ReportError;
 use super::format::with_interval;
 use super::table::{ResultSet, SummaryRow};
 use crate::metrics::catalogue::{self, Better, label};
+use crate::metrics::constraint::{Constraint, Op};
 use crate::stats::Estimate;
 use crate::stats::sig;
 use std::fmt::Write as _;
@@ -354,108 +355,6 @@ fn difference(metric: &str, better: Better, best: &str, b: f64, worst: &str, w: 
     }
 }
 
-/// A comparison operator of a constraint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    /// `<=`
-    Le,
-    /// `<`
-    Lt,
-    /// `>=`
-    Ge,
-    /// `>`
-    Gt,
-}
-
-impl Op {
-    fn as_str(self) -> &'static str {
-        match self {
-            Op::Le => "<=",
-            Op::Lt => "<",
-            Op::Ge => ">=",
-            Op::Gt => ">",
-        }
-    }
-
-    fn holds(self, x: f64, v: f64) -> bool {
-        match self {
-            Op::Le => x <= v,
-            Op::Lt => x < v,
-            Op::Ge => x >= v,
-            Op::Gt => x > v,
-        }
-    }
-}
-
-/// `METRIC OP VALUE`, e.g. `latency_p99_s <= 0.5`: holds for a row when the metric's mean
-/// satisfies it. VALUE is a number, or a duration (`500ms`) read as seconds.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Constraint {
-    /// Metric column name.
-    pub metric: String,
-    /// The operator.
-    pub op: Op,
-    /// The bound.
-    pub value: f64,
-}
-
-impl std::fmt::Display for Constraint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} {}", self.metric, self.op.as_str(), self.value)
-    }
-}
-
-impl std::str::FromStr for Constraint {
-    type Err = ReportError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Constraint::parse(s)
-    }
-}
-
-impl Constraint {
-    /// Parses `"METRIC OP VALUE"` (spaces optional). Only the syntax is checked here; whether
-    /// the metric exists depends on the results ([`rank`] checks it).
-    pub fn parse(text: &str) -> Result<Constraint, ReportError> {
-        let bad = |reason: String| ReportError::BadConstraint { text: text.to_string(), reason };
-        let at = text.find(['<', '>', '=', '!']).ok_or_else(|| bad("no operator".into()))?;
-        let rest = &text[at..];
-        let (op, len) = if rest.starts_with("<=") {
-            (Op::Le, 2)
-        } else if rest.starts_with(">=") {
-            (Op::Ge, 2)
-        } else if rest.starts_with('<') && !rest.starts_with("<>") {
-            (Op::Lt, 1)
-        } else if rest.starts_with('>') {
-            (Op::Gt, 1)
-        } else {
-            let shown: String = rest.chars().take_while(|c| "<>=!".contains(*c)).collect();
-            return Err(bad(format!("`{shown}` is not an operator")));
-        };
-        let metric = text[..at].trim();
-        let value = text[at + len..].trim();
-        if metric.is_empty() {
-            return Err(bad("no metric before the operator".into()));
-        }
-        if metric.contains(char::is_whitespace) {
-            return Err(bad(format!("`{metric}` is not a metric name (no spaces)")));
-        }
-        if value.is_empty() {
-            return Err(bad("no value after the operator".into()));
-        }
-        if value.starts_with(['<', '>', '=']) {
-            return Err(bad(format!("`{}{}` is not an operator", op.as_str(), &value[..1])));
-        }
-        let number = value
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .or_else(|| crate::experiment::Duration::parse(value).ok().map(|d| d.as_ns() as f64 / 1e9));
-        let value =
-            number.ok_or_else(|| bad(format!("`{value}` is not a number (nor a duration like 500ms)")))?;
-        Ok(Constraint { metric: metric.to_string(), op, value })
-    }
-}
-
 /// The index of a metric, or an error that lists the metrics and suggests the closest.
 fn metric_or_error(set: &ResultSet, name: &str) -> Result<usize, ReportError> {
     set.metric_index(name).ok_or_else(|| {
@@ -479,9 +378,7 @@ pub fn rank<'s>(set: &'s ResultSet, metric: &str, constraints: &[Constraint]) ->
         .map(|c| metric_or_error(set, &c.metric).map(|i| (i, c)))
         .collect::<Result<_, _>>()?;
     let better = catalogue::better(metric).unwrap_or(Better::Lower);
-    let holds = |row: &SummaryRow, (ci, c): (usize, &Constraint)| {
-        row.mean[ci].is_some_and(|x| c.op.holds(x, c.value))
-    };
+    let holds = |row: &SummaryRow, (ci, c): (usize, &Constraint)| row.mean[ci].is_some_and(|x| c.holds(x));
     let describe = |point: usize, strategy: usize| {
         let mut s = set.strategies[strategy].clone();
         if !set.sweep_keys.is_empty() {

@@ -1,5 +1,6 @@
 //! What can go wrong while reading a result folder or drawing its report.
 
+use crate::metrics::constraint::ConstraintError;
 use crate::results::WriteError;
 use std::path::PathBuf;
 
@@ -96,15 +97,8 @@ pub enum ReportError {
         known: String,
     },
     /// A `--where` constraint cannot be parsed.
-    #[error(
-        "bad constraint `{text}`: {reason}; write it as \"METRIC OP VALUE\", e.g. \"latency_p99_s <= 0.5\", with OP one of <=, <, >=, >"
-    )]
-    BadConstraint {
-        /// The constraint as given.
-        text: String,
-        /// What is wrong with it.
-        reason: String,
-    },
+    #[error(transparent)]
+    BadConstraint(#[from] ConstraintError),
     /// A chart could not be drawn (a bug: the data was checked before drawing).
     #[error("cannot draw chart {name}: {message}")]
     Chart {

@@ -17,7 +17,7 @@ pub mod run_distribution;
 pub mod table;
 pub mod text;
 
-pub use self::compare::{CompareOptions, Constraint, Op, comparison, rank};
+pub use self::compare::{CompareOptions, comparison, rank};
 pub use self::error::ReportError;
 pub use self::options::ReportOptions;
 pub use self::render::{comparison_from_dir, render_report};

@@ -1,13 +1,11 @@
-//! The search space as a lattice, and the designs placed on it: a maximin Latin hypercube for
-//! the coarse stage, axis neighbours at a shrinking step for the refinement. Pure functions of
-//! their arguments and a seed.
+//! The designs placed on the lattice (`dims[j]` levels of parameter `j`): a maximin Latin
+//! hypercube for the coarse stage, axis neighbours at a shrinking step for the refinement.
+//! Pure functions of their arguments and a seed.
 
+use super::lattice::Index;
 use crate::engine::rng::u01;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-
-/// Lattice coordinates: one level index per parameter.
-pub type Index = Vec<usize>;
 
 /// Latin hypercubes drawn to pick the most spread-out one.
 pub const MAXIMIN_TRIES: usize = 32;

@@ -3,9 +3,10 @@
 //! space, and the summary. Pure functions of a finished [`Tuner`], so the same search gives
 //! byte-identical files.
 
-use super::{Tuner, holds, margin, metric_index};
-use crate::experiment::tune::{Domain, Numeric};
-use crate::metrics::catalogue::{axis_title, label};
+use super::Tuner;
+use super::recommendation::strategy_block;
+use super::spec::{Domain, Numeric};
+use crate::metrics::catalogue::{self, axis_title, label};
 use crate::report::chart::KEY_METRICS;
 use crate::report::chart::axis::Axis;
 use crate::report::chart::tune::{TuneChart, TunePoint, charts, param_axis};
@@ -16,7 +17,6 @@ use crate::stats::Estimate;
 use crate::stats::sig;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use toml::Value;
 
 /// The table of every candidate.
 pub const TUNE_CSV: &str = "tune.csv";
@@ -30,7 +30,7 @@ pub fn csv_metrics(t: &Tuner) -> Vec<&'static str> {
     names.extend(KEY_METRICS.iter().copied());
     let mut out: Vec<&'static str> = Vec::new();
     for n in names {
-        if let Some(m) = metric_index(n) {
+        if let Some(m) = catalogue::index(n) {
             let name = crate::metrics::METRICS[m].name;
             if !out.contains(&name) {
                 out.push(name);
@@ -68,7 +68,7 @@ pub fn csv_text(t: &Tuner) -> Result<Vec<u8>, csv::Error> {
             row.push(score.feasible.to_string());
             row.push(opt(score.objective));
             for m in &metrics {
-                let st = t.stat(c, s, metric_index(m).unwrap_or(0), runs);
+                let st = t.stat(c, s, catalogue::index(m).unwrap_or(0), runs);
                 row.push(opt(st.mean));
                 row.push(opt(st.sd));
             }
@@ -76,50 +76,6 @@ pub fn csv_text(t: &Tuner) -> Result<Vec<u8>, csv::Error> {
         }
     }
     w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
-}
-
-/// A TOML key, quoted when it is not bare.
-fn key(k: &str) -> String {
-    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        k.to_owned()
-    } else {
-        Value::String(k.to_owned()).to_string()
-    }
-}
-
-/// A value on one line: tables inline, `kind` (or `dist`) first.
-fn inline(v: &Value) -> String {
-    match v {
-        Value::Table(t) => {
-            let mut keys: Vec<&String> = t.keys().collect();
-            keys.sort_by_key(|k| (k.as_str() != "kind" && k.as_str() != "dist", k.as_str()));
-            let parts: Vec<String> =
-                keys.iter().map(|k| format!("{} = {}", key(k), inline(&t[k.as_str()]))).collect();
-            if parts.is_empty() { "{}".to_owned() } else { format!("{{ {} }}", parts.join(", ")) }
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(inline).collect::<Vec<_>>().join(", ")),
-        other => other.to_string(),
-    }
-}
-
-/// The recommended strategy as a `[[strategies]]` block: `name`, `preset`, single values,
-/// then tables inline.
-pub fn strategy_block(t: &Tuner, c: usize) -> String {
-    let values: Vec<Value> = t.levels_of(c).iter().map(|l| l.value.clone()).collect();
-    let table = t.spec.strategy_table(&values);
-    let mut keys: Vec<&String> = table.keys().collect();
-    let rank = |k: &str, v: &Value| match (k, v) {
-        ("name", _) => 0,
-        ("preset", _) => 1,
-        (_, Value::Table(_)) => 3,
-        _ => 2,
-    };
-    keys.sort_by_key(|k| (rank(k, &table[k.as_str()]), k.as_str()));
-    let mut out = String::from("[[strategies]]\n");
-    for k in keys {
-        let _ = writeln!(out, "{} = {}", key(k), inline(&table[k.as_str()]));
-    }
-    out
 }
 
 /// `mean ± half-width` of an estimate.
@@ -131,7 +87,7 @@ fn shown(e: &Estimate) -> String {
 pub fn objective_estimate(t: &Tuner, c: usize) -> Option<(Estimate, usize)> {
     let runs = t.candidates[c].runs();
     let s = t.score(c, runs);
-    let e = t.stat(c, s.worst, metric_index(&t.spec.objective)?, runs).estimate()?;
+    let e = t.stat(c, s.worst, catalogue::index(&t.spec.objective)?, runs).estimate()?;
     Some((e, s.worst))
 }
 
@@ -145,9 +101,9 @@ fn constraint_margins(t: &Tuner, c: usize) -> Vec<(String, Option<Worst>)> {
         .constraints
         .iter()
         .map(|con| {
-            let worst = metric_index(&con.metric).and_then(|m| {
+            let worst = catalogue::index(&con.metric).and_then(|m| {
                 (0..t.spec.scenarios.len())
-                    .filter_map(|s| t.stat(c, s, m, runs).estimate().map(|e| (e, s, margin(con, e.mean))))
+                    .filter_map(|s| t.stat(c, s, m, runs).estimate().map(|e| (e, s, con.margin(e.mean))))
                     .min_by(|a, b| a.2.total_cmp(&b.2))
             });
             (con.to_string(), worst)
@@ -477,9 +433,8 @@ fn infeasible(t: &Tuner, out: &mut String) {
     let holds_all_but = |c: usize, skip: usize| {
         let runs = t.candidates[c].runs();
         cons.iter().enumerate().filter(|(k, _)| *k != skip).all(|(_, con)| {
-            metric_index(&con.metric).is_some_and(|m| {
-                (0..t.spec.scenarios.len())
-                    .all(|s| t.stat(c, s, m, runs).mean.is_some_and(|x| holds(con.op, x, con.value)))
+            catalogue::index(&con.metric).is_some_and(|m| {
+                (0..t.spec.scenarios.len()).all(|s| t.stat(c, s, m, runs).mean.is_some_and(|x| con.holds(x)))
             })
         })
     };

@@ -1,10 +1,11 @@
 //! The plotted report (src/report/): reading result folders, every chart file produced and
 //! valid, byte-identical re-rendering, clear errors on bad folders, the comparison text and
-//! constraint parsing. Fixtures: tests/fixtures/report/ (README.md there says how they were
+//! the ranking under constraints. Fixtures: tests/fixtures/report/ (README.md there says how they were
 //! made).
 
+use retrysim::metrics::constraint::Constraint;
 use retrysim::report::{
-    CompareOptions, Constraint, ReportError, ReportOptions, ResultSet, comparison, rank, render_report,
+    CompareOptions, ReportError, ReportOptions, ResultSet, comparison, rank, render_report,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -329,33 +330,6 @@ fn comparison_text_is_stable() {
     let text = comparison(&set, &CompareOptions::default());
     assert!(text.contains("same in every row: success_rate = 1"), "{text}");
     assert!(text.contains("full-jitter: 67 % fewer calls than no-backoff"), "{text}");
-}
-
-#[test]
-fn constraints_parse_or_say_why_not() {
-    let c: Constraint = "latency_p99_s <= 0.5".parse().unwrap();
-    assert_eq!((c.metric.as_str(), c.value), ("latency_p99_s", 0.5));
-    assert_eq!(Constraint::parse("success_rate>=0.99").unwrap().to_string(), "success_rate >= 0.99");
-    assert_eq!(Constraint::parse("latency_p99_s < 500ms").unwrap().value, 0.5);
-    for (text, reason) in [
-        ("latency_p99_s = 0.5", "`=` is not an operator"),
-        ("latency_p99_s == 0.5", "`==` is not an operator"),
-        ("latency_p99_s != 0.5", "`!=` is not an operator"),
-        ("latency_p99_s <> 0.5", "`<>` is not an operator"),
-        ("latency_p99_s =< 0.5", "`=<` is not an operator"),
-        ("latency_p99_s <== 0.5", "`<==` is not an operator"),
-        ("latency_p99_s 0.5", "no operator"),
-        ("<= 0.5", "no metric"),
-        ("latency_p99_s <=", "no value"),
-        ("latency_p99_s <= fast", "`fast` is not a number"),
-        ("p99 latency <= 1", "not a metric name"),
-    ] {
-        let e = Constraint::parse(text).unwrap_err();
-        let msg = e.to_string();
-        assert!(matches!(e, ReportError::BadConstraint { .. }), "{text}: {e:?}");
-        assert!(msg.contains(reason), "{text}: {msg}");
-        assert!(msg.contains("METRIC OP VALUE"), "{msg}");
-    }
 }
 
 #[test]

@@ -130,7 +130,7 @@ fn a_continuous_optimum_is_found_within_one_level() {
     let (_tmp, out, stdout, code) = tune(BASE, &[]);
     assert_eq!(code, 0, "{stdout}");
     let exp = experiment::load_str(BASE, "base.toml", &Overrides::default()).unwrap();
-    let spec = exp.tune.as_ref().unwrap();
+    let spec = retrysim::tune::spec::parse(&exp).unwrap().expect("the file has a [tune]");
     let levels = spec.params[0].levels(spec.levels);
     // The first level at or above the true optimum (1 s), and the one below it.
     let at = levels.iter().position(|l| l.position >= 1.0).unwrap();

@@ -86,9 +86,9 @@ fn strategy(
 }
 
 /// Strategy `index` of `tree` as the file defines it before defaults: `[client]`, then its
-/// preset, then its own keys, merged as [`strategy`] merges them (without `name` and
+/// preset, then its own keys, merged as the decoder merges them (without `name` and
 /// `preset`). `None` when there is no such strategy.
-pub(in crate::experiment) fn merged_strategy(tree: &Table, index: usize) -> Option<Table> {
+pub fn merged_strategy(tree: &Table, index: usize) -> Option<Table> {
     let own = tree.get("strategies")?.as_array()?.get(index)?.as_table()?;
     let mut merged = match tree.get("client") {
         Some(Value::Table(client)) => client.clone(),

@@ -9,11 +9,11 @@
 mod decode;
 mod paths;
 
-pub(in crate::experiment) use decode::merged_strategy;
-pub(in crate::experiment) use paths::{key_order, strategy_key};
+pub use decode::merged_strategy;
+pub use paths::{key_order, strategy_key};
 
 use super::validate::validate;
-use super::{ConfigError, Experiment, Overrides, Point};
+use super::{ConfigError, Experiment, Overrides, Point, TuneSection};
 use std::path::Path;
 use toml::{Table, Value};
 
@@ -38,8 +38,8 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
     default_server_kind(&mut tree);
     let mut sweep = Sweep::take(&mut tree, text, origin)?;
     let sets = apply_sets(&mut tree, &mut sweep, &overrides.set)?;
-    // `[tune]` is `retrysim tune`'s question, not part of a run: checked below, against the
-    // tree it will change.
+    // `[tune]` is `retrysim tune`'s question, not part of a run: kept with the tree it will
+    // change, for the tune layer to check.
     let tune = tree.remove("tune");
     let axes = sweep.axes(origin)?;
     let count = point_count(&axes, origin)?;
@@ -50,7 +50,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
             Ok(p) => points.push(p),
             // `[sweep] skip_invalid`: a point that validation refuses is left out and listed.
             Err(e) if sweep.skip_invalid && is_validation(&e) => skipped.push(Skipped {
-                values: point_values(&axes, index).into_iter().map(render).collect(),
+                values: point_values(&axes, index).into_iter().map(value_text).collect(),
                 reason: e.to_string(),
             }),
             Err(e) => return Err(e),
@@ -65,14 +65,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         );
         return Err(invalid(origin, "sweep", reason));
     };
-    let tune = match tune {
-        None => None,
-        Some(raw) => {
-            let context =
-                super::tune::Context { base: &tree, text, origin, seed: first.seed, runs: first.runs };
-            Some(super::tune::parse(raw, &context)?)
-        }
-    };
+    let tune = tune.map(|raw| TuneSection { raw, base: tree.clone(), origin: origin.to_owned() });
     Ok(Experiment {
         name: first.name.clone(),
         description: description(text),
@@ -91,7 +84,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
 
 /// Why [`spec_with`] refused a set of changes.
 #[derive(Debug)]
-pub(in crate::experiment) enum SpecError {
+pub enum SpecError {
     /// `key` cannot be written (no such strategy, not a table on the way...).
     Key { key: String, reason: String },
     /// The changed file does not decode or validate.
@@ -100,7 +93,7 @@ pub(in crate::experiment) enum SpecError {
 
 /// `tree` with each dotted `(key, value)` written in order (as `--set` writes them), decoded
 /// and validated: for `retrysim tune`, whose candidates and scenarios are such changes.
-pub(in crate::experiment) fn spec_with(
+pub fn spec_with(
     tree: &Table,
     changes: &[(String, Value)],
     origin: &str,
@@ -406,7 +399,7 @@ fn build_point(
         let path = paths::KeyPath::parse(&tree, &axis.key).map_err(unknown)?;
         path.set(&mut tree, (*value).clone()).map_err(unknown)?;
         for canonical in path.concrete(&tree) {
-            swept.push((canonical, axis.key.as_str(), render(value)));
+            swept.push((canonical, axis.key.as_str(), value_text(value)));
         }
     }
     let blame = |e| attribute(e, sets, &swept);
@@ -415,13 +408,13 @@ fn build_point(
     spec.seed = overrides.seed.unwrap_or(spec.seed);
     validate(&spec, origin).map_err(blame)?;
     let strategies = spec.strategies.clone();
-    let values = values.into_iter().map(render).collect();
+    let values = values.into_iter().map(value_text).collect();
     Ok(Point { values, spec, strategies })
 }
 
-/// A swept value as it appears in a CSV cell: strings without quotes, numbers as TOML
-/// writes them (`800.0`, `10`).
-fn render(value: &Value) -> String {
+/// A value as it appears in a CSV cell (a swept value, a tuned key's level): strings without
+/// quotes, numbers as TOML writes them (`800.0`, `10`).
+pub fn value_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),

@@ -165,7 +165,7 @@ fn strategy_names(tree: &Table) -> Vec<Option<&str>> {
 /// How messages name strategy `index`: `strategies.NAME` when NAME is unambiguous, else
 /// `strategies[index]`. Shared by the decoder and the validator so that both name a strategy
 /// as `--set` addresses it.
-pub(in crate::experiment) fn strategy_key(names: &[Option<&str>], index: usize) -> String {
+pub fn strategy_key(names: &[Option<&str>], index: usize) -> String {
     match names.get(index).copied().flatten() {
         Some(name) if !name.trim().is_empty() && names.iter().filter(|n| **n == Some(name)).count() == 1 => {
             format!("strategies.{name}")
@@ -279,8 +279,9 @@ pub(super) fn sweep_order(text: &str) -> Vec<String> {
 }
 
 /// The dotted keys under the table at `path` (`["tune", "space"]`) in the order the file
-/// writes them, flattened like [`sweep_order`]; empty when the file has no such table.
-pub(in crate::experiment) fn key_order(text: &str, path: &[&str]) -> Vec<String> {
+/// writes them (`toml::Table` sorts keys; this reads the spans of a second, span-keeping
+/// parse), nested tables flattened into dotted keys; empty when the file has no such table.
+pub fn key_order(text: &str, path: &[&str]) -> Vec<String> {
     let Ok(doc) = toml::de::DeTable::parse(text) else {
         return Vec::new();
     };

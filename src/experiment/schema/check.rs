@@ -143,7 +143,8 @@ impl Checker<'_> {
             }
             Ty::Table(t) => self.table(path, t, value),
             Ty::Tagged(t) => self.tagged(path, t, value),
-            // The keys are dotted keys of the format: the loader checks them (`super::super::tune`).
+            // The keys are dotted keys of the format, checked by whoever reads them (`[tune]`'s
+            // by the tune layer).
             Ty::Keys { .. } => as_table(self.origin, path, value).map(|_| ()),
         }
     }

@@ -200,9 +200,10 @@ pub static ROOT: Table = Table {
     ],
 };
 
-/// `[tune]`: the question `retrysim tune` answers. The loader checks what the fixed keys
-/// cannot say alone: the strategy exists, every key of `space` belongs to its kinds, the
-/// metrics exist, the scenarios are valid experiments.
+/// `[tune]`: the question `retrysim tune` answers. The loader keeps it unchecked; the tune
+/// layer checks it against these fields and what they cannot say alone: the strategy exists,
+/// every key of `space` belongs to its kinds, the metrics exist, the scenarios are valid
+/// experiments.
 pub static TUNE: Table = Table {
     partial: false,
     fields: &[
@@ -855,4 +856,4 @@ pub static LAYER: Table = Table {
 };
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -76,11 +76,9 @@ fn keys_are_unique_within_each_table() {
     unique(ROOT.fields, "root");
 }
 
-/// A file that sets every key of the format (each kind of each tagged table appears once):
-/// it loads, so every key the schema accepts also fits the spec types.
-#[test]
-fn a_file_with_every_key_loads() {
-    let text = r#"
+/// A file that sets every key of the format (each kind of each tagged table appears once);
+/// the tune layer's tests check its `[tune]`.
+pub(crate) const EVERY_KEY: &str = r#"
 name = "every-key"
 seed = 3
 runs = 1
@@ -215,11 +213,14 @@ name = "quiet"
 "server.faults" = []
 [[tune.scenarios]]
 "#;
+
+/// [`EVERY_KEY`] loads, so every key the schema accepts also fits the spec types.
+#[test]
+fn a_file_with_every_key_loads() {
+    let text = EVERY_KEY;
     let exp = load_str(text, "every-key.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(exp.points.len(), 2);
-    let tune = exp.tune.as_ref().expect("[tune] is kept");
-    assert_eq!(tune.params.len(), 3);
-    assert_eq!(tune.scenarios.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["quiet", "file"]);
+    assert!(exp.tune.is_some(), "[tune] is kept for the tune layer, which checks it");
     // The kinds the file above cannot hold at once: a closed workload against the OCC row.
     let closed = r#"
 name = "every-key-closed"

@@ -1,6 +1,7 @@
-//! `[tune]`: the question `retrysim tune` answers, checked when the file is loaded (so that
-//! `check` refuses a bad one and `run`, which ignores it, never runs a file that `tune` would
-//! refuse).
+//! `[tune]`: the question `retrysim tune` answers, checked against the experiment it belongs
+//! to. The file format keeps `[tune]` as raw data; the verbs that load a file (`check`, `run`,
+//! `tune`, `slurm`) check it with [`parse`], so that `check` refuses a bad one and `run`, which
+//! ignores it, never runs a file that `tune` would refuse.
 //!
 //! ```toml
 //! [tune]
@@ -23,14 +24,14 @@
 //! (`tune.space."backoff.jitter"`, `tune.constraints[1]`) and exit with code 2 like any bad
 //! input.
 
-use super::ConfigError;
-use super::Point;
-use super::duration::Duration;
-use super::load::{SpecError, key_order, merged_strategy, spec_with, strategy_key};
-use super::schema::check::{Checker, Fill, invalid};
-use super::schema::{CLIENT, Field, TUNE, Ty};
+use crate::experiment::schema::check::{Checker, Fill, invalid};
+use crate::experiment::schema::{CLIENT, Field, TUNE, Ty};
+use crate::experiment::{
+    ConfigError, Duration, Experiment, Point, SpecError, key_order, merged_strategy, spec_with, strategy_key,
+    value_text,
+};
 use crate::metrics::METRICS;
-use crate::report::Constraint;
+use crate::metrics::constraint::Constraint;
 use crate::suggest::{closest, list};
 use toml::{Table, Value};
 
@@ -67,8 +68,9 @@ pub struct TuneSpec {
     pub precision: f64,
     /// Seed of the design.
     pub seed: u64,
-    /// The file after `--set`, without `[sweep]` and `[tune]`.
-    base: Table,
+    /// The file after `--set`, without `[sweep]` and `[tune]`: what candidates change.
+    pub(super) base: Table,
+    /// Names the file in messages.
     origin: String,
 }
 
@@ -106,27 +108,16 @@ pub struct Scenario {
     pub changes: Vec<(String, Value)>,
 }
 
-/// One value of a searched key: as written into the experiment, as shown in CSV cells, and
-/// as a position on a chart axis (seconds for durations; the index for other lists).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Level {
-    pub value: Value,
-    pub label: String,
-    pub position: f64,
-    /// Whether `position` is a number of the key (not a list index): charts may use a log axis.
-    pub numeric: bool,
-}
-
-/// What [`parse`] needs from the loader.
-pub(super) struct Context<'a> {
+/// What [`check`] needs from the loaded experiment.
+struct Context<'a> {
     /// The file after `--set`, without `[sweep]` and `[tune]`.
-    pub base: &'a Table,
+    base: &'a Table,
     /// The file's text (for the order of `[tune.space]`).
-    pub text: &'a str,
-    pub origin: &'a str,
+    text: &'a str,
+    origin: &'a str,
     /// The experiment's seed and runs (defaults of `tune.seed` and `tune.confirm_runs`).
-    pub seed: u64,
-    pub runs: u32,
+    seed: u64,
+    runs: u32,
 }
 
 /// `confirm_runs` when the file does not say: its `runs`, but at least this many.
@@ -134,9 +125,22 @@ const MIN_CONFIRM_RUNS: u32 = 10;
 
 type R<T> = Result<T, ConfigError>;
 
+/// The experiment's `[tune]`, checked; `None` when the file has none.
+pub fn parse(exp: &Experiment) -> R<Option<TuneSpec>> {
+    let Some(section) = &exp.tune else { return Ok(None) };
+    let cx = Context {
+        base: &section.base,
+        text: &exp.source,
+        origin: &section.origin,
+        seed: exp.seed,
+        runs: exp.runs,
+    };
+    check(section.raw.clone(), &cx).map(Some)
+}
+
 /// Checks `[tune]` (as `raw`, after `--set`) against the schema, the strategies and the
 /// metrics.
-pub(super) fn parse(mut raw: Value, cx: &Context<'_>) -> R<TuneSpec> {
+fn check(mut raw: Value, cx: &Context<'_>) -> R<TuneSpec> {
     let origin = cx.origin;
     let bad = |key: &str, reason: String| invalid(origin, key, reason);
     let name_entry = |path: &str, i: usize, _: &Value| format!("{path}[{i}]");
@@ -561,7 +565,7 @@ impl TuneSpec {
         match spec_with(&self.base, &changes, &self.origin) {
             Ok(spec) => {
                 let strategies = spec.strategies.clone();
-                let values = values.iter().map(render).collect();
+                let values = values.iter().map(value_text).collect();
                 Ok(Point { values, spec, strategies })
             }
             Err(SpecError::Key { key, reason }) => Err(format!("`{key}`: {reason}")),
@@ -571,226 +575,64 @@ impl TuneSpec {
             }
         }
     }
-
-    /// The tuned strategy as a `[[strategies]]` table with `values` set: its own keys over
-    /// `[client]`'s (or, when it starts from a preset, its own keys and the preset's name, since
-    /// `[client]`'s keys would override the preset's).
-    pub fn strategy_table(&self, values: &[Value]) -> Table {
-        let own = self
-            .base
-            .get("strategies")
-            .and_then(Value::as_array)
-            .and_then(|s| s.get(self.strategy))
-            .and_then(Value::as_table)
-            .cloned()
-            .unwrap_or_default();
-        let mut block = Table::new();
-        block.insert("name".to_owned(), Value::String(self.strategy_name.clone()));
-        if let Some(preset) = own.get("preset") {
-            block.insert("preset".to_owned(), preset.clone());
-            for (k, v) in own.iter().filter(|(k, _)| *k != "name" && *k != "preset") {
-                block.insert(k.clone(), v.clone());
-            }
-        } else if let Some(merged) = merged_strategy(&self.base, self.strategy) {
-            block.extend(merged);
-        }
-        for (p, v) in self.params.iter().zip(values) {
-            set_dotted(&mut block, &p.key, v.clone());
-        }
-        block
-    }
-
-    /// Whether the experiment's strategy starts from a preset (then `[client]`'s keys still
-    /// apply to the block of [`TuneSpec::strategy_table`]).
-    pub fn uses_preset(&self) -> bool {
-        self.strategy_table(&[]).contains_key("preset")
-    }
-}
-
-/// Writes `value` at the dotted `key` of `table`, creating tables on the way.
-fn set_dotted(table: &mut Table, key: &str, value: Value) {
-    match key.split_once('.') {
-        None => {
-            table.insert(key.to_owned(), value);
-        }
-        Some((head, rest)) => {
-            let inner = table.entry(head.to_owned()).or_insert_with(|| Value::Table(Table::new()));
-            if !inner.is_table() {
-                *inner = Value::Table(Table::new());
-            }
-            if let Value::Table(t) = inner {
-                set_dotted(t, rest, value);
-            }
-        }
-    }
-}
-
-/// A value as a CSV cell: strings without quotes.
-pub fn render(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-impl Param {
-    /// The values searched: a list as written, or `levels` values across a range (log-spaced
-    /// when low > 0 for durations and numbers, rounded to two significant digits with the ends
-    /// kept exact; every integer when there are at most 2 x `levels`), without repeats.
-    pub fn levels(&self, levels: u32) -> Vec<Level> {
-        match &self.domain {
-            Domain::Values(values) => {
-                let numbers: Option<Vec<f64>> = values.iter().map(position_of).collect();
-                values
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| Level {
-                        value: v.clone(),
-                        label: render(v),
-                        position: numbers.as_ref().map_or(i as f64, |n| n[i]),
-                        numeric: numbers.is_some(),
-                    })
-                    .collect()
-            }
-            Domain::Range { low, high, ty } => range_levels(*low, *high, *ty, levels.max(2) as usize),
-        }
-    }
-}
-
-/// A list value's number: seconds for durations, the number itself; `None` otherwise.
-fn position_of(v: &Value) -> Option<f64> {
-    match v {
-        Value::Integer(i) => Some(*i as f64),
-        Value::Float(x) => Some(*x),
-        Value::String(s) => Duration::parse(s).ok().map(|d| d.as_ns() as f64 / 1e9),
-        _ => None,
-    }
-}
-
-fn range_levels(low: f64, high: f64, ty: Numeric, n: usize) -> Vec<Level> {
-    let raw: Vec<f64> = if low == high {
-        vec![low]
-    } else if ty == Numeric::Int && high - low < 2.0 * n as f64 {
-        (low as i64..=high as i64).map(|i| i as f64).collect()
-    } else {
-        let log = low > 0.0;
-        (0..n)
-            .map(|i| {
-                let f = i as f64 / (n - 1) as f64;
-                if i == 0 {
-                    low
-                } else if i == n - 1 {
-                    high
-                } else if log {
-                    (low.ln() + f * (high.ln() - low.ln())).exp()
-                } else {
-                    low + f * (high - low)
-                }
-            })
-            .collect()
-    };
-    let mut out: Vec<Level> = Vec::with_capacity(raw.len());
-    for (i, x) in raw.iter().enumerate() {
-        let ends = i == 0 || i + 1 == raw.len();
-        let level = match ty {
-            Numeric::Int => {
-                let v = x.round() as i64;
-                Level { value: Value::Integer(v), label: v.to_string(), position: v as f64, numeric: true }
-            }
-            Numeric::Num => {
-                let v = if ends { *x } else { two_digits(*x).clamp(low, high) };
-                Level {
-                    value: Value::Float(v),
-                    label: Value::Float(v).to_string(),
-                    position: v,
-                    numeric: true,
-                }
-            }
-            Numeric::Duration => {
-                let ns = (x * 1e9).round();
-                let ns = if ends { ns } else { two_digits(ns).clamp(low * 1e9, high * 1e9) };
-                let label = duration_label(ns as u64);
-                let position = Duration::parse(&label).map_or(ns, |d| d.as_ns() as f64) / 1e9;
-                Level { value: Value::String(label.clone()), label, position, numeric: true }
-            }
-        };
-        if out.last().is_none_or(|l: &Level| l.label != level.label) {
-            out.push(level);
-        }
-    }
-    out
-}
-
-/// `x` rounded to two significant digits (as the nearest double to that decimal).
-fn two_digits(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    format!("{x:.1e}").parse().unwrap_or(x)
-}
-
-/// A duration in the unit that reads best: `220ms`, `1.5s`, `22s`, `90us`; exact (it reads back
-/// as the same number of nanoseconds).
-pub fn duration_label(ns: u64) -> String {
-    for (unit, scale) in [("s", 1e9), ("ms", 1e6), ("us", 1e3)] {
-        if ns as f64 >= scale {
-            let text = format!("{}{unit}", ns as f64 / scale);
-            if Duration::parse(&text).is_ok_and(|d| d.as_ns() == ns) {
-                return text;
-            }
-        }
-    }
-    Duration(ns).to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::schema::tests::EVERY_KEY;
+    use crate::experiment::{Overrides, load_str};
 
-    fn labels(p: &Param, n: u32) -> Vec<String> {
-        p.levels(n).into_iter().map(|l| l.label).collect()
+    fn spec(text: &str) -> R<Option<TuneSpec>> {
+        parse(&load_str(text, "every-key.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}")))
     }
 
     #[test]
-    fn ranges_become_round_levels() {
-        let base = Param {
-            key: "backoff.base".into(),
-            domain: Domain::Range { low: 0.01, high: 5.0, ty: Numeric::Duration },
-        };
+    fn every_key_of_tune_is_read() {
+        let tune = spec(EVERY_KEY).unwrap().expect("the file has a [tune]");
+        assert_eq!((tune.strategy_name.as_str(), tune.objective.as_str()), ("ratio", "latency_p99_s"));
+        let keys: Vec<&str> = tune.params.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["backoff.base", "max_attempts", "budget.ratio"], "in file order");
+        assert_eq!(tune.params[2].domain, Domain::Values(vec![Value::Float(0.1), Value::Float(0.2)]));
+        assert_eq!(tune.scenarios.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["quiet", "file"]);
         assert_eq!(
-            labels(&base, 9),
-            ["10ms", "22ms", "47ms", "100ms", "220ms", "490ms", "1.1s", "2.3s", "5s"]
+            (
+                tune.levels,
+                tune.candidates,
+                tune.runs,
+                tune.rounds,
+                tune.confirm,
+                tune.confirm_runs,
+                tune.seed
+            ),
+            (5, 6, 1, 2, 2, 4, 9)
         );
-        let attempts = Param {
-            key: "max_attempts".into(),
-            domain: Domain::Range { low: 2.0, high: 8.0, ty: Numeric::Int },
-        };
-        assert_eq!(labels(&attempts, 9), ["2", "3", "4", "5", "6", "7", "8"]);
-        let wide =
-            Param { key: "x".into(), domain: Domain::Range { low: 1.0, high: 1000.0, ty: Numeric::Int } };
-        assert_eq!(labels(&wide, 4), ["1", "10", "100", "1000"]);
-        let ratio = Param {
-            key: "budget.ratio".into(),
-            domain: Domain::Range { low: 0.05, high: 1.0, ty: Numeric::Num },
-        };
-        let l = ratio.levels(5);
-        assert_eq!(
-            l.iter().map(|l| l.label.as_str()).collect::<Vec<_>>(),
-            ["0.05", "0.11", "0.22", "0.47", "1.0"]
-        );
-        let zero = Param { key: "x".into(), domain: Domain::Range { low: 0.0, high: 1.0, ty: Numeric::Num } };
-        assert_eq!(labels(&zero, 5), ["0.0", "0.25", "0.5", "0.75", "1.0"]);
-        let one = Param { key: "x".into(), domain: Domain::Range { low: 3.0, high: 3.0, ty: Numeric::Int } };
-        assert_eq!(labels(&one, 5), ["3"]);
+        assert_eq!(tune.constraints[1].to_string(), "amplification <= 2");
+        let without = &EVERY_KEY[..EVERY_KEY.find("[tune]").unwrap()];
+        assert!(spec(without).unwrap().is_none());
     }
 
     #[test]
-    fn duration_labels_read_back_exactly() {
-        for ns in [1u64, 999, 90_000, 1_500_000, 220_000_000, 1_100_000_000, 22_000_000_000, 123_456_789] {
-            let label = duration_label(ns);
-            assert_eq!(Duration::parse(&label).unwrap().as_ns(), ns, "{label}");
-        }
-        assert_eq!(duration_label(1_100_000_000), "1.1s");
-        assert_eq!(duration_label(220_000_000), "220ms");
+    fn a_bad_tune_is_refused_naming_its_key() {
+        let bad = |from: &str, to: &str| {
+            assert!(EVERY_KEY.contains(from), "test bug: {from}");
+            spec(&EVERY_KEY.replacen(from, to, 1)).unwrap_err().to_string()
+        };
+        let e = bad("\"amplification <= 2\"", "\"amplification about 2\"");
+        assert!(
+            e.starts_with(
+                "every-key.toml: `tune.constraints[1]`: bad constraint `amplification about 2`: no operator"
+            ),
+            "{e}"
+        );
+        let e = bad("strategy = \"ratio\"", "strategy = \"ratoi\"");
+        assert!(e.contains("`tune.strategy`") && e.contains("did you mean \"ratio\""), "{e}");
+        let e = bad("\"budget.ratio\" = ", "\"budget.ratioo\" = ");
+        assert!(
+            e.contains("`tune.space.\"budget.ratioo\"`") && e.contains("did you mean `budget.ratio`"),
+            "{e}"
+        );
+        let e = bad("\"server.faults\" = []", "\"server.concurrency\" = 0");
+        assert!(e.contains("`tune.scenarios[0].\"server.concurrency\"`"), "{e}");
     }
 }
