@@ -38,6 +38,11 @@ impl Duration {
         crate::engine::Span::from_ns(self.0)
     }
 
+    /// The length in seconds.
+    pub fn as_secs_f64(self) -> f64 {
+        self.span().as_secs_f64()
+    }
+
     /// Parses `"<number><unit>"`; the unit is one of ns, us, µs, ms, s, m, h, d. A bare `"0"`
     /// is accepted; any other number needs a unit, because a bare number is ambiguous.
     pub fn parse(text: &str) -> Result<Duration, String> {

@@ -481,15 +481,9 @@ impl<P: Borrow<BreakerParams>> Breaker<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::test_time::{MS, S, at};
     use std::mem::size_of;
     use std::rc::Rc;
-
-    const MS: u64 = 1_000_000;
-    const S: u64 = 1_000_000_000;
-
-    fn at(ns: u64) -> Instant {
-        Instant::from_ns(ns)
-    }
 
     fn fast() -> Span {
         Span::from_millis(10)

@@ -10,6 +10,8 @@ pub mod gate;
 pub mod presets;
 pub mod retry_after;
 pub mod retry_on;
+#[cfg(test)]
+mod test_time;
 pub mod throttle;
 
 pub use backoff::{Backoff, BackoffState};

@@ -2,12 +2,12 @@
 //! numbers (`experiments/validation/aws-2015-study-sim.csv`): one z-score per point and
 //! metric, their distribution, and the study's qualitative claims.
 
-use super::markdown::sig;
-use super::{Evaluation, Row, Unit};
 use crate::experiment::{Experiment, WorkloadSpec};
 use crate::metrics::RunMetrics;
 use crate::stats::{self, Estimate, Z_TOLERANCE};
 use crate::sweep::Results;
+use crate::validation::markdown::sig;
+use crate::validation::{Evaluation, Row, Unit};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -517,7 +517,7 @@ mod tests {
 
     #[test]
     fn the_shipped_reference_reads() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(super::super::SUITE_DIR).join(REFERENCE);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::validation::SUITE_DIR).join(REFERENCE);
         let r = read_reference(&path).unwrap();
         assert_eq!(r.len(), 95);
         let ten = r[&(10, "Decorr".to_string())];
