@@ -43,6 +43,17 @@ impl Duration {
         self.span().as_secs_f64()
     }
 
+    /// The length in `unit` (one of ns, us, µs, ms, s, m, h, d), as a number and the unit:
+    /// `"2m"` for two minutes in `"m"`, `"120s"` in `"s"`. Production defaults are written in
+    /// the unit their source uses.
+    ///
+    /// # Panics
+    /// If `unit` is not one of the file's units.
+    pub fn in_unit(self, unit: &str) -> String {
+        let (_, scale) = UNITS.iter().find(|(u, _)| *u == unit).unwrap_or_else(|| panic!("no unit {unit:?}"));
+        format!("{}{unit}", self.0 as f64 / scale)
+    }
+
     /// Parses `"<number><unit>"`; the unit is one of ns, us, µs, ms, s, m, h, d. A bare `"0"`
     /// is accepted; any other number needs a unit, because a bare number is ambiguous.
     pub fn parse(text: &str) -> Result<Duration, String> {

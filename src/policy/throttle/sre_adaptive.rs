@@ -18,13 +18,19 @@ pub struct SreThrottleParams {
 }
 
 impl Default for SreThrottleParams {
-    /// `K = 2` over 2 minutes (reference §4).
+    /// [`SreThrottleParams::SRE_BOOK`].
     fn default() -> Self {
-        SreThrottleParams { k: 2.0, window: Span::from_secs(120) }
+        SreThrottleParams::SRE_BOOK
     }
 }
 
 impl SreThrottleParams {
+    /// The SRE book's settings (reference §4): `K = 2` over the last 2 minutes.
+    pub const SRE_BOOK: SreThrottleParams = SreThrottleParams {
+        k: 2.0,                       // reference §4: "we prefer K = 2"
+        window: Span::from_secs(120), // reference §4: "the last two minutes"
+    };
+
     /// `k` finite and positive; a window of at least [`SRE_SLICES`] nanoseconds.
     pub fn validate(&self) -> Result<(), &'static str> {
         if !(self.k.is_finite() && self.k > 0.0) {
