@@ -1,6 +1,6 @@
 //! Circuit breaker with resilience4j's semantics (`CircuitBreakerStateMachine`,
 //! `CircuitBreakerMetrics`, `SlidingTimeWindowMetrics`; docs/retry-policies.md §6, cited below as "reference §x"), and
-//! Hystrix as a parameterisation of it ([`BreakerParams::hystrix`]).
+//! Hystrix as a parameterisation of it ([`BreakerParams::HYSTRIX`]).
 //!
 //! | state | [`Breaker::try_acquire`] | [`Breaker::on_result`] |
 //! |---|---|---|
