@@ -6,10 +6,10 @@ use crate::cli::{
     CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs, SlurmArgs,
     TuneArgs, ValidateArgs,
 };
+use crate::experiment::presets;
 use crate::experiment::{self, Experiment, Overrides};
 use crate::interrupt::Interrupt;
 use crate::metrics::constraint::Constraint;
-use crate::policy::presets;
 use crate::progress::Progress;
 use crate::results::manifest::Manifest;
 use crate::results::writer::ResultWriter;
@@ -411,7 +411,7 @@ pub fn schema(a: &SchemaArgs) -> Result<(), Error> {
 pub fn presets(a: &PresetsArgs) -> Result<(), Error> {
     let Some(name) = &a.name else {
         let width = presets::PRESETS.iter().map(|p| p.name.len()).max().unwrap_or(0);
-        for p in presets::PRESETS {
+        for p in presets::PRESETS.iter() {
             println!("{:width$}  {}", p.name, p.summary);
         }
         println!(
@@ -439,12 +439,12 @@ pub fn presets(a: &PresetsArgs) -> Result<(), Error> {
         .fields
         .iter()
         .filter(|f| !set.contains_key(f.key))
-        .map(|f| match f.default {
-            experiment::schema::IfAbsent::Value(v) => format!("{} = {v}  # retrysim default", f.key),
-            experiment::schema::IfAbsent::Absent(means) => {
+        .map(|f| match (&f.default, f.default.toml()) {
+            (_, Some(v)) => format!("{} = {v}  # retrysim default", f.key),
+            (experiment::schema::IfAbsent::Absent(means), None) => {
                 format!("# {}: not set ({means}), unless [client] sets it", f.key)
             }
-            experiment::schema::IfAbsent::Required => format!("# {}: required", f.key),
+            _ => format!("# {}: required", f.key),
         })
         .collect();
     if !rest.is_empty() {

@@ -172,7 +172,7 @@ impl Span {
         // `1e3ms` is fine, but `e` can also not start a unit; back off if the unit is empty.
         let (num, unit) = t.split_at(split);
         let unit = unit.trim();
-        let scale = UNITS.iter().find(|(u, _)| *u == unit).map(|(_, s)| *s).ok_or_else(|| {
+        let scale = Span::unit_scale(unit).ok_or_else(|| {
             if unit.is_empty() {
                 format!("duration \"{text}\" has no unit: write it like \"10ms\", \"1.5s\" or \"2m\"")
             } else {
@@ -187,6 +187,11 @@ impl Span {
             return Err(format!("duration \"{text}\" is too long (at most 100 years)"));
         }
         Ok(Span(ns.round() as u64))
+    }
+
+    /// Nanoseconds in one of the units [`Span::parse`] reads (`"ms"` -> 1e6).
+    pub fn unit_scale(unit: &str) -> Option<f64> {
+        UNITS.iter().find(|(u, _)| *u == unit).map(|(_, s)| *s)
     }
 }
 

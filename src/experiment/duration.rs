@@ -23,6 +23,22 @@ impl Duration {
         Span::from_ns(self.0)
     }
 
+    /// The length in seconds.
+    pub fn as_secs_f64(self) -> f64 {
+        self.span().as_secs_f64()
+    }
+
+    /// The length in `unit` (one of ns, us, µs, ms, s, m, h, d), as a number and the unit:
+    /// `"2m"` for two minutes in `"m"`, `"120s"` in `"s"`. Production defaults are written in
+    /// the unit their source uses.
+    ///
+    /// # Panics
+    /// If `unit` is not one of the file's units.
+    pub fn in_unit(self, unit: &str) -> String {
+        let scale = Span::unit_scale(unit).unwrap_or_else(|| panic!("no unit {unit:?}"));
+        format!("{}{unit}", self.0 as f64 / scale)
+    }
+
     /// Parses `"<number><unit>"`, the grammar of [`Span::parse`] (the unit one of ns, us, µs,
     /// ms, s, m, h, d; a bare `"0"`).
     pub fn parse(text: &str) -> Result<Duration, String> {

@@ -12,6 +12,7 @@ pub mod cost;
 pub mod duration;
 mod error;
 mod load;
+pub mod presets;
 pub mod schema;
 pub mod spec;
 mod validate;

@@ -1,6 +1,6 @@
 //! Circuit breaker with resilience4j's semantics (`CircuitBreakerStateMachine`,
 //! `CircuitBreakerMetrics`, `SlidingTimeWindowMetrics`; docs/retry-policies.md §6, cited below as "reference §x"), and
-//! Hystrix as a parameterisation of it ([`BreakerParams::hystrix`]).
+//! Hystrix as a parameterisation of it ([`BreakerParams::HYSTRIX`]).
 //!
 //! | state | [`Breaker::try_acquire`] | [`Breaker::on_result`] |
 //! |---|---|---|
@@ -99,23 +99,26 @@ pub struct BreakerParams {
 }
 
 impl Default for BreakerParams {
-    /// resilience4j's `CircuitBreakerConfig` defaults (reference §6): failure rate 50 %, slow
-    /// call rate 100 %, slow call duration 60 s, count window of 100, minimum 100 calls, open
-    /// for 60 s, 10 half-open calls.
+    /// [`BreakerParams::RESILIENCE4J`].
     fn default() -> Self {
-        BreakerParams {
-            window: BreakerWindow::Count(100),
-            failure_rate: 0.5,
-            slow_call_rate: 1.0,
-            slow_call_duration: Span::from_secs(60),
-            minimum_calls: 100,
-            open_for: Span::from_secs(60),
-            half_open_calls: 10,
-        }
+        BreakerParams::RESILIENCE4J
     }
 }
 
 impl BreakerParams {
+    /// resilience4j's `CircuitBreakerConfig` defaults (reference §6): failure rate 50 %, slow
+    /// call rate 100 %, slow call duration 60 s, count window of 100, minimum 100 calls, open
+    /// for 60 s, 10 half-open calls.
+    pub const RESILIENCE4J: BreakerParams = BreakerParams {
+        window: BreakerWindow::Count(100),
+        failure_rate: 0.5,
+        slow_call_rate: 1.0,
+        slow_call_duration: Span::from_secs(60),
+        minimum_calls: 100,
+        open_for: Span::from_secs(60),
+        half_open_calls: 10,
+    };
+
     /// Hystrix's defaults (reference §6, `HystrixCommandProperties`) in resilience4j terms: a
     /// 10 s rolling window (10 one-second buckets), `requestVolumeThreshold` 20 calls,
     /// `errorThresholdPercentage` 50 %, `sleepWindowInMilliseconds` 5 s, and a single
@@ -125,17 +128,15 @@ impl BreakerParams {
     ///
     /// Not modelled: Hystrix evaluates its health counts on a 500 ms snapshot timer rather than
     /// after every call, so a real Hystrix breaker trips up to 500 ms later than this one.
-    pub fn hystrix() -> Self {
-        BreakerParams {
-            window: BreakerWindow::Time(Span::from_secs(10)),
-            failure_rate: 0.5,
-            slow_call_rate: 1.0,
-            slow_call_duration: Span::MAX,
-            minimum_calls: 20,
-            open_for: Span::from_secs(5),
-            half_open_calls: 1,
-        }
-    }
+    pub const HYSTRIX: BreakerParams = BreakerParams {
+        window: BreakerWindow::Time(Span::from_secs(10)),
+        failure_rate: 0.5,
+        slow_call_rate: 1.0,
+        slow_call_duration: Span::MAX,
+        minimum_calls: 20,
+        open_for: Span::from_secs(5),
+        half_open_calls: 1,
+    };
 
     /// Checks the constraints resilience4j's `CircuitBreakerConfig.Builder` enforces: a
     /// window of at least one call or one whole second, rates in `(0, 1]`, at least one
@@ -481,15 +482,9 @@ impl<P: Borrow<BreakerParams>> Breaker<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::test_time::{MS, S, at};
     use std::mem::size_of;
     use std::rc::Rc;
-
-    const MS: u64 = 1_000_000;
-    const S: u64 = 1_000_000_000;
-
-    fn at(ns: u64) -> Instant {
-        Instant::from_ns(ns)
-    }
 
     fn fast() -> Span {
         Span::from_millis(10)
@@ -524,7 +519,7 @@ mod tests {
         assert_eq!(d.slow_call_duration, Span::from_secs(60));
         assert_eq!((d.minimum_calls, d.half_open_calls), (100, 10));
         assert_eq!(d.open_for, Span::from_secs(60));
-        let h = BreakerParams::hystrix();
+        let h = BreakerParams::HYSTRIX;
         assert_eq!(h.window, BreakerWindow::Time(Span::from_secs(10)));
         assert_eq!((h.minimum_calls, h.failure_rate, h.half_open_calls), (20, 0.5, 1));
         assert_eq!(h.open_for, Span::from_secs(5));
@@ -851,12 +846,12 @@ mod tests {
 
     #[test]
     fn hystrix_parameterisation_probes_once() {
-        let mut b = Breaker::new(BreakerParams::hystrix());
+        let mut b = Breaker::new(BreakerParams::HYSTRIX);
         // Below the request volume threshold of 20, even 100 % errors do not trip it.
         feed(&mut b, at(0), 19, 0);
         assert_eq!(b.state(), BreakerState::Closed);
         // 20 calls at 50 % errors trip it (errorPercentage >= 50).
-        let mut b = Breaker::new(BreakerParams::hystrix());
+        let mut b = Breaker::new(BreakerParams::HYSTRIX);
         feed(&mut b, at(0), 0, 10);
         feed(&mut b, at(S), 10, 0);
         let until = at(S) + Span::from_secs(5);

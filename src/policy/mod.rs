@@ -7,9 +7,10 @@ pub mod breaker;
 pub mod budget;
 pub mod decision;
 pub mod gate;
-pub mod presets;
 pub mod retry_after;
 pub mod retry_on;
+#[cfg(test)]
+mod test_time;
 pub mod throttle;
 
 pub use backoff::{Backoff, BackoffState};
@@ -19,7 +20,6 @@ pub use budget::{
     RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
 };
 pub use decision::{Decision, FailReason, FailedAttempt, RetryPermission, RetryPolicy};
-pub use presets::Preset;
 pub use retry_after::{RetryAfter, RetryAfterMode, RetryAfterPolicy, RetryDelay};
 pub use retry_on::{Outcome, RetryOn};
 pub use throttle::{AwsAdaptive, SreThrottle, SreThrottleParams};

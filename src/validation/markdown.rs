@@ -5,7 +5,7 @@
 use super::{Expected, Finding, Observed, Row, SUITE_DIR};
 use std::fmt::Write;
 
-pub use crate::stats::sig_padded as sig;
+use crate::stats::sig_padded;
 
 /// Text for a table cell: a `|` would end the cell.
 fn cell(text: &str) -> String {
@@ -17,11 +17,16 @@ fn expected(r: &Row) -> String {
     let u = r.unit;
     match r.expected {
         Expected::Value { value, se } if se > 0.0 => {
-            format!("{}{} (se {})", sig(value * u.scale, 4), u.suffix, sig(se * u.scale, 2))
+            format!("{}{} (se {})", sig_padded(value * u.scale, 4), u.suffix, sig_padded(se * u.scale, 2))
         }
-        Expected::Value { value, .. } => format!("{}{}", sig(value * u.scale, 4), u.suffix),
+        Expected::Value { value, .. } => format!("{}{}", sig_padded(value * u.scale, 4), u.suffix),
         Expected::Within { low, high } => {
-            format!("within [{}, {}]{}", sig(low * u.scale, 4), sig(high * u.scale, 4), u.suffix)
+            format!(
+                "within [{}, {}]{}",
+                sig_padded(low * u.scale, 4),
+                sig_padded(high * u.scale, 4),
+                u.suffix
+            )
         }
     }
 }
@@ -33,13 +38,13 @@ fn observed(r: &Row) -> String {
         Observed::Mean(e) => {
             let hw = e.half_width.unwrap_or(0.0);
             if hw > 0.0 {
-                format!("{} ± {}{}", sig(e.mean * u.scale, 4), sig(hw * u.scale, 2), u.suffix)
+                format!("{} ± {}{}", sig_padded(e.mean * u.scale, 4), sig_padded(hw * u.scale, 2), u.suffix)
             } else {
-                format!("{}{}", sig(e.mean * u.scale, 4), u.suffix)
+                format!("{}{}", sig_padded(e.mean * u.scale, 4), u.suffix)
             }
         }
         Observed::Range { min, max } => {
-            format!("[{}, {}]{}", sig(min * u.scale, 4), sig(max * u.scale, 4), u.suffix)
+            format!("[{}, {}]{}", sig_padded(min * u.scale, 4), sig_padded(max * u.scale, 4), u.suffix)
         }
     }
 }
@@ -49,7 +54,7 @@ fn tolerance(r: &Row) -> String {
     if r.tolerance == 0.0 {
         "0 (exact)".into()
     } else {
-        format!("{}{}", sig(r.tolerance * u.scale, 2), u.suffix)
+        format!("{}{}", sig_padded(r.tolerance * u.scale, 2), u.suffix)
     }
 }
 

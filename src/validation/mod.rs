@@ -11,13 +11,12 @@
 //!
 //! | file | concept |
 //! |---|---|
-//! | [`checks`] | the check list: which file, which quantities, which formula |
+//! | [`checks`] | the check list: which file, which quantities, which formula (queueing theory, the controls, the AWS 2015 study) |
 //! | [`theory`] | the closed forms (Erlang B/C, Pollaczek-Khinchine, backoff laws) |
-//! | [`aws`] | the AWS 2015 study: z-scores against its simulator's numbers, its claims |
+//! | [`checks::aws`] | the AWS 2015 study: z-scores against its simulator's numbers, its claims |
 //! | [`crate::stats`] | standard errors, t and normal quantiles, z-scores, the tolerance rule |
 //! | [`markdown`] | VALIDATION.md |
 
-pub mod aws;
 pub mod checks;
 pub mod markdown;
 pub mod theory;

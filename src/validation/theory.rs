@@ -33,20 +33,16 @@ pub fn pollaczek_khinchine_wait(lambda: f64, mean_service_s: f64, second_moment_
     lambda * second_moment_s2 / (2.0 * (1.0 - rho))
 }
 
-fn secs(d: Duration) -> f64 {
-    d.as_ns() as f64 / 1e9
-}
-
 /// The mean of a duration distribution, in seconds (`normal` is |N(mean, sd)|: the folded
 /// normal's mean).
 pub fn dist_mean(d: &DistSpec) -> f64 {
     match *d {
-        DistSpec::Constant { value } => secs(value),
-        DistSpec::Uniform { low, high } => (secs(low) + secs(high)) / 2.0,
-        DistSpec::Exponential { mean } => secs(mean),
-        DistSpec::Lognormal { median, sigma } => secs(median) * (sigma * sigma / 2.0).exp(),
+        DistSpec::Constant { value } => value.as_secs_f64(),
+        DistSpec::Uniform { low, high } => (low.as_secs_f64() + high.as_secs_f64()) / 2.0,
+        DistSpec::Exponential { mean } => mean.as_secs_f64(),
+        DistSpec::Lognormal { median, sigma } => median.as_secs_f64() * (sigma * sigma / 2.0).exp(),
         DistSpec::Normal { mean, sd } => {
-            let (m, s) = (secs(mean), secs(sd));
+            let (m, s) = (mean.as_secs_f64(), sd.as_secs_f64());
             if s == 0.0 {
                 return m.abs();
             }
@@ -59,15 +55,15 @@ pub fn dist_mean(d: &DistSpec) -> f64 {
 /// The second moment `E[S^2]` of a duration distribution, in s^2.
 pub fn dist_second_moment(d: &DistSpec) -> f64 {
     match *d {
-        DistSpec::Constant { value } => secs(value).powi(2),
+        DistSpec::Constant { value } => value.as_secs_f64().powi(2),
         DistSpec::Uniform { low, high } => {
-            let (l, h) = (secs(low), secs(high));
+            let (l, h) = (low.as_secs_f64(), high.as_secs_f64());
             (l * l + l * h + h * h) / 3.0
         }
-        DistSpec::Exponential { mean } => 2.0 * secs(mean).powi(2),
-        DistSpec::Lognormal { median, sigma } => secs(median).powi(2) * (2.0 * sigma * sigma).exp(),
+        DistSpec::Exponential { mean } => 2.0 * mean.as_secs_f64().powi(2),
+        DistSpec::Lognormal { median, sigma } => median.as_secs_f64().powi(2) * (2.0 * sigma * sigma).exp(),
         // Folding does not change the square.
-        DistSpec::Normal { mean, sd } => secs(mean).powi(2) + secs(sd).powi(2),
+        DistSpec::Normal { mean, sd } => mean.as_secs_f64().powi(2) + sd.as_secs_f64().powi(2),
     }
 }
 
@@ -85,8 +81,8 @@ pub struct DelayLaw {
 /// `s_k = min(cap, U(base, 3 s_(k-1)))`, `s_0 = base` (mean by [`decorrelated_means`], bounds
 /// `[base, min(cap, 3^k base)]`).
 pub fn delay_laws(b: &BackoffSpec, retries: u32) -> Option<Vec<DelayLaw>> {
-    let cap = |c: &Option<Duration>| c.map_or(f64::INFINITY, secs);
-    let v = |base: Duration, cap: f64, m: f64, k: u32| cap.min(secs(base) * m.powi(k as i32 - 1));
+    let cap = |c: &Option<Duration>| c.map_or(f64::INFINITY, Duration::as_secs_f64);
+    let v = |base: Duration, cap: f64, m: f64, k: u32| cap.min(base.as_secs_f64() * m.powi(k as i32 - 1));
     let laws = match b {
         BackoffSpec::Exponential { base, cap: c, multiplier } => (1..=retries)
             .map(|k| {
@@ -107,7 +103,7 @@ pub fn delay_laws(b: &BackoffSpec, retries: u32) -> Option<Vec<DelayLaw>> {
             })
             .collect(),
         BackoffSpec::DecorrelatedJitter { base, cap: c } => {
-            let (b, c) = (secs(*base), cap(c));
+            let (b, c) = (base.as_secs_f64(), cap(c));
             decorrelated_means(b, c, retries)
                 .into_iter()
                 .enumerate()

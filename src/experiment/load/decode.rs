@@ -7,7 +7,7 @@ use super::super::schema::check::{Checker, Fill, invalid};
 use super::super::schema::{CLIENT, ROOT};
 use super::super::spec::{ExperimentSpec, PolicySpec, Strategy};
 use super::paths::strategy_key;
-use crate::policy::presets;
+use crate::experiment::presets;
 use crate::suggest::{closest, list};
 use serde::Deserialize;
 use toml::{Table, Value};

@@ -220,12 +220,14 @@ impl Checker<'_> {
                         };
                         return Err(ConfigError::MissingKey { origin: self.origin.to_owned(), key, help });
                     }
-                    (IfAbsent::Value(text), Fill::Defaults) => {
-                        let mut v = literal(text);
-                        self.value(&key, &field.ty, &mut v, field.range, field.range_message)?;
-                        table.insert(field.key.to_owned(), v);
+                    (default, Fill::Defaults) => {
+                        if let Some(text) = default.toml() {
+                            let mut v = literal(&text);
+                            self.value(&key, &field.ty, &mut v, field.range, field.range_message)?;
+                            table.insert(field.key.to_owned(), v);
+                        }
                     }
-                    _ => {}
+                    (_, Fill::Nothing) => {}
                 },
             }
         }

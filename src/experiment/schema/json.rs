@@ -71,8 +71,8 @@ fn field(f: &Field) -> Value {
         doc.push_str(&format!(" ({})", f.rules));
     }
     obj.insert("description".into(), json!(doc));
-    if let IfAbsent::Value(text) = f.default
-        && let Ok(d) = serde_json::to_value(literal(text))
+    if let Some(text) = f.default.toml()
+        && let Ok(d) = serde_json::to_value(literal(&text))
     {
         obj.insert("default".into(), d);
     }

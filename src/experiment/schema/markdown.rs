@@ -164,7 +164,7 @@ fn default(d: &IfAbsent) -> String {
     match d {
         IfAbsent::Required => "required".into(),
         IfAbsent::Absent(meaning) => escape(meaning),
-        IfAbsent::Value(text) => format!("`{text}`"),
+        value => format!("`{}`", value.toml().expect("a default that is not Required or Absent is a value")),
     }
 }
 

@@ -15,6 +15,13 @@ pub mod check;
 pub mod json;
 pub mod markdown;
 
+use crate::engine::Span;
+use crate::policy::budget::{
+    ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
+};
+use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
+use std::borrow::Cow;
+
 /// The type of a value.
 #[derive(Debug)]
 pub enum Ty {
@@ -106,6 +113,39 @@ pub enum IfAbsent {
     Absent(&'static str),
     /// This TOML value.
     Value(&'static str),
+    /// This number, written as a TOML float ([`toml_float`]). The defaults that are production
+    /// numbers take them from the policy layer's constants, which the presets are written
+    /// from too: each number has one source.
+    Num(f64),
+    /// This whole number (from a policy constant, like [`IfAbsent::Num`]).
+    Int(u64),
+    /// This duration, spelled in this unit ([`toml_duration`]; from a policy constant, like
+    /// [`IfAbsent::Num`]).
+    Duration(Span, &'static str),
+}
+
+impl IfAbsent {
+    /// The default as TOML text (`"client"`, `500.0`, `"10s"`); `None` when absence is not a
+    /// value.
+    pub fn toml(&self) -> Option<Cow<'static, str>> {
+        match *self {
+            Required | Absent(_) => None,
+            Value(text) => Some(Cow::Borrowed(text)),
+            Num(x) => Some(Cow::Owned(toml_float(x))),
+            Int(n) => Some(Cow::Owned(n.to_string())),
+            Duration(span, unit) => Some(Cow::Owned(toml_duration(span, unit))),
+        }
+    }
+}
+
+/// A number as TOML text that reads back as a float: `500.0`, `0.1`.
+pub fn toml_float(x: f64) -> String {
+    format!("{x:?}")
+}
+
+/// A duration as a TOML string in `unit` (one of the file's units): `"10s"`, `"2m"`.
+pub fn toml_duration(span: Span, unit: &str) -> String {
+    format!("\"{}\"", super::Duration(span.as_ns()).in_unit(unit))
 }
 
 /// The values a number or duration may take.
@@ -142,7 +182,7 @@ impl Field {
     }
 }
 
-use IfAbsent::{Absent, Required, Value};
+use IfAbsent::{Absent, Duration, Int, Num, Required, Value};
 
 const U32: Ty = Ty::Int { min: 0, max: u32::MAX as i64 };
 const U64: Ty = Ty::Int { min: 0, max: i64::MAX };
@@ -726,6 +766,13 @@ pub static BACKOFF: Tagged = Tagged {
     ],
 };
 
+/// The defaults of a `token-bucket` budget: botocore's standard mode v2.0.
+const AWS_QUOTA: TokenBucketParams = TokenBucketParams::AWS_STANDARD;
+/// The defaults of a `ratio` budget: Finagle's `RetryBudget()`.
+const FINAGLE: RatioBudgetParams = RatioBudgetParams::FINAGLE_DEFAULT;
+/// The defaults of a `concurrency` budget: Envoy's, once a retry budget is configured.
+const ENVOY: ConcurrencyBudgetParams = ConcurrencyBudgetParams::ENVOY_DEFAULT;
+
 pub static BUDGET: Tagged = Tagged {
     tag: "kind",
     what: "budget kind",
@@ -735,11 +782,11 @@ pub static BUDGET: Tagged = Tagged {
             kind: "token-bucket",
             doc: "AWS SDK retry quota: a retry takes tokens, a success refunds",
             fields: &[
-                f("capacity", Ty::Num, Value("500.0"), "tokens, and the bucket's start").range(POSITIVE),
-                f("retry_cost", Ty::Num, Value("5.0"), "tokens a retry takes").range(Range::AtLeast(0.0)),
-                f("timeout_cost", Ty::Num, Value("10.0"), "tokens a retry after a timeout takes").range(Range::AtLeast(0.0)),
-                f("throttling_cost", Ty::Num, Value("5.0"), "tokens a retry after a 429 takes").range(Range::AtLeast(0.0)),
-                f("success_refund", Ty::Num, Value("1.0"), "tokens a success without retries gives back (a success after retries returns its last retry's cost)").range(Range::AtLeast(0.0)),
+                f("capacity", Ty::Num, Num(AWS_QUOTA.capacity), "tokens, and the bucket's start").range(POSITIVE),
+                f("retry_cost", Ty::Num, Num(AWS_QUOTA.retry_cost), "tokens a retry takes").range(Range::AtLeast(0.0)),
+                f("timeout_cost", Ty::Num, Num(AWS_QUOTA.timeout_cost), "tokens a retry after a timeout takes").range(Range::AtLeast(0.0)),
+                f("throttling_cost", Ty::Num, Num(AWS_QUOTA.throttling_cost), "tokens a retry after a 429 takes").range(Range::AtLeast(0.0)),
+                f("success_refund", Ty::Num, Num(AWS_QUOTA.success_refund), "tokens a success without retries gives back (a success after retries returns its last retry's cost)").range(Range::AtLeast(0.0)),
                 scope(),
             ],
         },
@@ -747,8 +794,8 @@ pub static BUDGET: Tagged = Tagged {
             kind: "grpc-throttle",
             doc: "gRPC retryThrottling: -1 per failure, +token_ratio per success, retry while tokens > max_tokens / 2",
             fields: &[
-                f("max_tokens", Ty::Num, Value("10.0"), "tokens, and the start").range(Range::AboveUpTo(0.0, 1000.0)),
-                f("token_ratio", Ty::Num, Value("0.1"), "tokens per success").range(POSITIVE),
+                f("max_tokens", Ty::Num, Num(GrpcThrottleParams::A6_EXAMPLE.max_tokens), "tokens, and the start").range(Range::AboveUpTo(0.0, 1000.0)),
+                f("token_ratio", Ty::Num, Num(GrpcThrottleParams::A6_EXAMPLE.token_ratio), "tokens per success").range(POSITIVE),
                 scope(),
             ],
         },
@@ -756,9 +803,9 @@ pub static BUDGET: Tagged = Tagged {
             kind: "ratio",
             doc: "Finagle / Linkerd / tower: retries <= ratio x requests + min_per_second x ttl over a sliding ttl",
             fields: &[
-                f("ratio", Ty::Num, Value("0.2"), "retries allowed per request").range(Range::Between(0.0, 1000.0)),
-                f("min_per_second", Ty::Num, Value("10.0"), "free retries per second").range(Range::AtLeast(0.0)),
-                f("ttl", Ty::Duration, Value("\"10s\""), "the sliding window").rules("from 1s to 60s"),
+                f("ratio", Ty::Num, Num(FINAGLE.ratio), "retries allowed per request").range(Range::Between(0.0, 1000.0)),
+                f("min_per_second", Ty::Num, Num(FINAGLE.min_per_second), "free retries per second").range(Range::AtLeast(0.0)),
+                f("ttl", Ty::Duration, Duration(FINAGLE.ttl, "s"), "the sliding window").rules("from 1s to 60s"),
                 scope(),
             ],
         },
@@ -766,12 +813,20 @@ pub static BUDGET: Tagged = Tagged {
             kind: "concurrency",
             doc: "Envoy: active retries < max(percent % x active requests, min_concurrency)",
             fields: &[
-                f("percent", Ty::Num, Value("20.0"), "percent of the active requests").range(Range::Between(0.0, 100.0)),
-                f("min_concurrency", U32, Value("3"), "retries always allowed at once"),
+                f("percent", Ty::Num, Num(ENVOY.percent), "percent of the active requests").range(Range::Between(0.0, 100.0)),
+                f("min_concurrency", U32, Int(ENVOY.min_concurrency as u64), "retries always allowed at once"),
                 scope(),
             ],
         },
     ],
+};
+
+/// The defaults of a breaker: resilience4j's.
+const RESILIENCE4J: BreakerParams = BreakerParams::RESILIENCE4J;
+/// resilience4j's default window, a count of calls.
+const RESILIENCE4J_WINDOW: u64 = match RESILIENCE4J.window {
+    BreakerWindow::Count(calls) => calls as u64,
+    BreakerWindow::Time(_) => panic!("resilience4j's default window counts calls"),
 };
 
 pub static BREAKER: Table = Table {
@@ -780,20 +835,50 @@ pub static BREAKER: Table = Table {
         f(
             "window",
             Ty::CallsOrDuration,
-            Value("100"),
+            Int(RESILIENCE4J_WINDOW),
             "the last N calls (a number), or the calls of the last whole seconds (a duration)",
         )
         .rules("> 0; a duration is whole seconds"),
-        f("failure_rate", Ty::Num, Value("0.5"), "opens when the failure rate reaches this")
-            .range(Range::AboveUpTo(0.0, 1.0)),
-        f("slow_call_rate", Ty::Num, Value("1.0"), "opens when the slow-call rate reaches this")
-            .range(Range::AboveUpTo(0.0, 1.0)),
-        f("slow_call_duration", Ty::Duration, Value("\"60s\""), "a call longer than this is slow"),
-        f("minimum_calls", U32, Value("100"), "calls in the window before it may open")
-            .range(Range::AtLeast(1.0)),
-        f("open_for", Ty::Duration, Value("\"60s\""), "how long it stays open before letting probes through"),
-        f("half_open_calls", U32, Value("10"), "probes let through when half-open")
-            .range(Range::AtLeast(1.0)),
+        f(
+            "failure_rate",
+            Ty::Num,
+            Num(RESILIENCE4J.failure_rate),
+            "opens when the failure rate reaches this",
+        )
+        .range(Range::AboveUpTo(0.0, 1.0)),
+        f(
+            "slow_call_rate",
+            Ty::Num,
+            Num(RESILIENCE4J.slow_call_rate),
+            "opens when the slow-call rate reaches this",
+        )
+        .range(Range::AboveUpTo(0.0, 1.0)),
+        f(
+            "slow_call_duration",
+            Ty::Duration,
+            Duration(RESILIENCE4J.slow_call_duration, "s"),
+            "a call longer than this is slow",
+        ),
+        f(
+            "minimum_calls",
+            U32,
+            Int(RESILIENCE4J.minimum_calls as u64),
+            "calls in the window before it may open",
+        )
+        .range(Range::AtLeast(1.0)),
+        f(
+            "open_for",
+            Ty::Duration,
+            Duration(RESILIENCE4J.open_for, "s"),
+            "how long it stays open before letting probes through",
+        ),
+        f(
+            "half_open_calls",
+            U32,
+            Int(RESILIENCE4J.half_open_calls as u64),
+            "probes let through when half-open",
+        )
+        .range(Range::AtLeast(1.0)),
         scope(),
     ],
 };
@@ -807,11 +892,12 @@ pub static THROTTLE: Tagged = Tagged {
             kind: "sre",
             doc: "Google SRE: reject locally with probability max(0, (requests - k x accepts) / (requests + 1))",
             fields: &[
-                f("k", Ty::Num, Value("2.0"), "the multiplier K").range(Range::AtLeast(1.0)),
+                f("k", Ty::Num, Num(SreThrottleParams::SRE_BOOK.k), "the multiplier K")
+                    .range(Range::AtLeast(1.0)),
                 f(
                     "window",
                     Ty::Duration,
-                    Value("\"2m\""),
+                    Duration(SreThrottleParams::SRE_BOOK.window, "m"),
                     "the window requests and accepts are counted over",
                 )
                 .range(POSITIVE),

@@ -2,12 +2,12 @@
 //! numbers (`experiments/validation/aws-2015-study-sim.csv`): one z-score per point and
 //! metric, their distribution, and the study's qualitative claims.
 
-use super::markdown::sig;
-use super::{Evaluation, Row, Unit};
 use crate::experiment::{Experiment, WorkloadSpec};
 use crate::metrics::RunMetrics;
+use crate::stats::sig_padded;
 use crate::stats::{self, Estimate, Z_TOLERANCE};
 use crate::sweep::Results;
+use crate::validation::{Evaluation, Row, Unit};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -175,9 +175,9 @@ pub fn evaluate(exp: &Experiment, results: &Results, suite: &Path) -> Result<Eva
             "{} of {} within |z| < 2 ({} expected), {} within 3; max |z| {}",
             within(2.0),
             zs.len(),
-            sig(zs.len() as f64 * (stats::normal_cdf(2.0) - stats::normal_cdf(-2.0)), 3),
+            sig_padded(zs.len() as f64 * (stats::normal_cdf(2.0) - stats::normal_cdf(-2.0)), 3),
             within(3.0),
-            sig(zs.iter().map(|(_, z)| z.abs()).fold(0.0, f64::max), 2),
+            sig_padded(zs.iter().map(|(_, z)| z.abs()).fold(0.0, f64::max), 2),
         ),
     );
     let sections = vec![z_distribution(&zs, &points), claims_md];
@@ -202,12 +202,12 @@ fn z_distribution(zs: &[(String, f64)], points: &[Point]) -> String {
          client counts (common random numbers, DESIGN §2), so our side's errors, and the z-scores, \
          are positively correlated: their mean and sd scatter more around 0 and 1 than for 190 \
          independent values.\n\n",
-        sig(stats::mean(&values), 2),
-        sig(stats::sample_sd(&values), 3),
+        sig_padded(stats::mean(&values), 2),
+        sig_padded(stats::sample_sd(&values), 3),
         count(2.0),
-        sig(n as f64 * p2, 4),
+        sig_padded(n as f64 * p2, 4),
         count(3.0),
-        sig(n as f64 * p3, 4),
+        sig_padded(n as f64 * p3, 4),
     ));
     md.push_str("QQ summary: the empirical quantiles of the z-scores against the standard normal's.\n\n");
     md.push_str("| probability | normal quantile | z-score quantile |\n|---|---|---|\n");
@@ -242,7 +242,7 @@ fn z_distribution(zs: &[(String, f64)], points: &[Point]) -> String {
         md.push_str(&list.join("; "));
         md.push_str(&format!(
             ". Among {n} comparisons, about {} beyond 3 are expected by chance.\n",
-            sig(n as f64 * (1.0 - p3), 2)
+            sig_padded(n as f64 * (1.0 - p3), 2)
         ));
     }
     md
@@ -517,7 +517,7 @@ mod tests {
 
     #[test]
     fn the_shipped_reference_reads() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(super::super::SUITE_DIR).join(REFERENCE);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::validation::SUITE_DIR).join(REFERENCE);
         let r = read_reference(&path).unwrap();
         assert_eq!(r.len(), 95);
         let ten = r[&(10, "Decorr".to_string())];
