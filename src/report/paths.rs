@@ -9,8 +9,8 @@
 //! | `charts/aws-calls-vs-clients.{svg,png}`, `charts/aws-completion-time-vs-clients.{svg,png}` | the same for `calls` and `completion_time_s` against `workload.clients`: the AWS study pair |
 //! | `charts/<metric>-by-strategy.{svg,png}` | without a sweep: a key metric per strategy |
 //! | `charts/heatmap-<metric>-<strategy>.{svg,png}` | two swept keys: a metric over both, per strategy |
-//! | `charts/timeseries.{svg,png}` or `charts/timeseries-point<N>.{svg,png}` | offered load, successes and queue over time (N: 1-based sweep point, summary order) |
-//! | `charts/latency-runs-cdf.{svg,png}` or `charts/latency-runs-cdf-point<N>.{svg,png}` | distribution over runs of each run's p99 and p50 latency |
+//! | `charts/timeseries.{svg,png}` or `charts/timeseries-<KEY>=<VALUE>[,<KEY>=<VALUE>...].{svg,png}` | offered load, successes and queue over time, per sweep point |
+//! | `charts/latency-runs-cdf.{svg,png}` or `charts/latency-runs-cdf-<KEY>=<VALUE>[,...].{svg,png}` | distribution over runs of each run's p99 and p50 latency, per sweep point |
 //!
 //! Metric, key and strategy names are kept as they are, except that characters other than
 //! `A-Z a-z 0-9 . _ -` become `_` and `*` becomes `all` (`strategies.*.backoff.base` ->
@@ -50,18 +50,34 @@ pub fn heatmap_chart(metric: &str, strategy: &str) -> String {
     format!("heatmap-{}-{}", sanitize(metric), sanitize(strategy))
 }
 
-fn per_point(base: &str, point: usize, points: usize) -> String {
-    if points <= 1 { base.to_string() } else { format!("{base}-point{}", point + 1) }
+/// The stems of a chart drawn per sweep point, one per point of `points` (each the swept
+/// `keys`' values): `BASE` without a sweep, else `BASE-KEY=VALUE`, one `KEY=VALUE` per
+/// swept key joined by `,`, so that the name says the point. Should two points give the
+/// same name once sanitized, the later one gets `-point<N>` (1-based, summary order).
+pub fn point_charts(base: &str, keys: &[String], points: &[Vec<String>]) -> Vec<String> {
+    let mut stems: Vec<String> = Vec::with_capacity(points.len());
+    for (p, values) in points.iter().enumerate() {
+        let stem = if keys.is_empty() {
+            base.to_string()
+        } else {
+            let pairs: Vec<String> =
+                keys.iter().zip(values).map(|(k, v)| format!("{}={}", sanitize(k), sanitize(v))).collect();
+            format!("{base}-{}", pairs.join(","))
+        };
+        let stem = if stems.contains(&stem) { format!("{stem}-point{}", p + 1) } else { stem };
+        stems.push(stem);
+    }
+    stems
 }
 
-/// The time series of one sweep point.
-pub fn timeseries_chart(point: usize, points: usize) -> String {
-    per_point("timeseries", point, points)
+/// The time series of each sweep point (see [`point_charts`]).
+pub fn timeseries_charts(keys: &[String], points: &[Vec<String>]) -> Vec<String> {
+    point_charts("timeseries", keys, points)
 }
 
-/// The latency distribution over runs of one sweep point.
-pub fn latency_chart(point: usize, points: usize) -> String {
-    per_point("latency-runs-cdf", point, points)
+/// The latency distribution over runs of each sweep point (see [`point_charts`]).
+pub fn latency_charts(keys: &[String], points: &[Vec<String>]) -> Vec<String> {
+    point_charts("latency-runs-cdf", keys, points)
 }
 
 /// `DIR/charts/STEM.EXT`.
@@ -92,7 +108,22 @@ mod tests {
         );
         assert_eq!(sweep_chart("calls", "workload.clients"), "aws-calls-vs-clients");
         assert_eq!(heatmap_chart("success_rate", "full jitter/2"), "heatmap-success_rate-full_jitter_2");
-        assert_eq!(timeseries_chart(0, 1), "timeseries");
-        assert_eq!(timeseries_chart(2, 3), "timeseries-point3");
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(timeseries_charts(&[], &[vec![]]), ["timeseries"]);
+        assert_eq!(
+            timeseries_charts(&v(&["client.timeout"]), &[v(&["2s"]), v(&["500ms"])]),
+            ["timeseries-client.timeout=2s", "timeseries-client.timeout=500ms"]
+        );
+        assert_eq!(
+            latency_charts(&v(&["server.faults[0].duration", "server.drop_expired"]), &[v(&["4s", "true"])]),
+            ["latency-runs-cdf-server.faults_0_.duration=4s,server.drop_expired=true"]
+        );
+        // Values that sanitize alike still get distinct names.
+        assert_eq!(
+            timeseries_charts(&v(&["k"]), &[v(&["a b"]), v(&["a/b"])]),
+            ["timeseries-k=a_b", "timeseries-k=a_b-point2"]
+        );
+        // '=' and ',' are fine in file names but not in XML ids.
+        assert_eq!(svg_id_prefix("timeseries-k=1,j=2"), "c-timeseries-k_1_j_2-");
     }
 }

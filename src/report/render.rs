@@ -36,8 +36,31 @@ pub fn render_set(set: &ResultSet, out: &Path, opts: &ReportOptions) -> Result<V
     let page = html::page(set, &inline, &text);
     let report = paths::report_file(out);
     write_atomically(&report, page.as_bytes())?;
+    remove_stale_charts(&charts_dir, &written)?;
     written.push(report);
     Ok(written)
+}
+
+/// Removes the chart files (`.svg`, `.png`) of `charts_dir` that are not in `written`: the
+/// charts of an earlier run into the same folder that this one did not draw, which the page
+/// no longer shows. Runs after every new file is in place, so an interruption leaves a
+/// complete new report, at worst with an old chart beside it; each removal is atomic.
+fn remove_stale_charts(charts_dir: &Path, written: &[PathBuf]) -> Result<(), ReportError> {
+    let read_err = |source| WriteError { path: charts_dir.to_path_buf(), source };
+    let mut stale = Vec::new();
+    for entry in std::fs::read_dir(charts_dir).map_err(read_err)? {
+        let path = entry.map_err(read_err)?.path();
+        let chart = path.extension().is_some_and(|e| e == "svg" || e == "png");
+        if chart && path.is_file() && !written.contains(&path) {
+            stale.push(path);
+        }
+    }
+    // Sorted, so that a failure names the same file every time.
+    stale.sort();
+    for path in stale {
+        std::fs::remove_file(&path).map_err(|source| WriteError { path: path.clone(), source })?;
+    }
+    Ok(())
 }
 
 /// The end-of-run comparison of the result folder `dir` (see [`comparison`]).

@@ -54,6 +54,10 @@ pub struct FaultInfo {
     pub kind: String,
     pub start_s: f64,
     pub end_s: f64,
+    /// The fault's `factor`: the fraction of workers left by a `capacity` fault, the
+    /// service-time multiplier of a `slowdown`; `null` for the other kinds (and in manifests
+    /// written before it existed), so the charts' capacity line can follow the faults.
+    pub factor: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,17 +111,18 @@ fn point_info(values: &[String], server: &ServerSpec) -> PointInfo {
                 .iter()
                 .map(|f| {
                     let (start, duration) = f.window();
-                    let kind = match f {
-                        FaultSpec::Outage { .. } => "outage",
-                        FaultSpec::Capacity { .. } => "capacity",
-                        FaultSpec::Slowdown { .. } => "slowdown",
-                        FaultSpec::Errors { .. } => "errors",
+                    let (kind, factor) = match *f {
+                        FaultSpec::Outage { .. } => ("outage", None),
+                        FaultSpec::Capacity { factor, .. } => ("capacity", Some(factor)),
+                        FaultSpec::Slowdown { factor, .. } => ("slowdown", Some(factor)),
+                        FaultSpec::Errors { .. } => ("errors", None),
                     };
                     let start_s = start.span().as_secs_f64();
                     FaultInfo {
                         kind: kind.to_owned(),
                         start_s,
                         end_s: start_s + duration.span().as_secs_f64(),
+                        factor,
                     }
                 })
                 .collect();

@@ -22,6 +22,7 @@ mod queueing_theory;
 mod readme;
 mod recovery;
 mod report;
+mod report_folder;
 mod server_stages;
 mod shards;
 mod signals;

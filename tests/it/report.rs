@@ -134,9 +134,9 @@ fn one_key_sweep_draws_lines_and_per_point_timeseries() {
             "amplification-vs-workload.rate",
             "latency_p99_s-vs-workload.rate",
             "recovery_time_s-vs-workload.rate",
-            "timeseries-point1",
-            "timeseries-point3",
-            "latency-runs-cdf-point2",
+            "timeseries-workload.rate=600.0",
+            "timeseries-workload.rate=1200.0",
+            "latency-runs-cdf-workload.rate=1000.0",
         ],
     );
 }

@@ -83,12 +83,15 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
     let mut charts = Vec::new();
     for name in &opts.heatmap_metrics {
         let Some(m) = set.metric_index(name) else { continue };
-        if !set.has_values(m) {
+        if !super::worth_charting(set, m) {
             continue;
         }
         let all: Vec<f64> = set.summary.iter().filter_map(|r| r.mean[m]).collect();
         let mut scale = Axis::for_values(all.iter().copied(), true, false);
-        if scale.scale == Scale::Linear {
+        if name == "metastable" {
+            // A fraction of runs: 0 and 1 keep their colours whatever the cells hold.
+            scale = Axis::linear(0.0, 1.0);
+        } else if scale.scale == Scale::Linear {
             let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             if hi > lo {

@@ -44,6 +44,8 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
         return Vec::new();
     }
     let shown = super::capped_points(set.points.len(), opts.max_points);
+    let values: Vec<Vec<String>> = set.points.iter().map(|p| p.values.clone()).collect();
+    let stems = paths::latency_charts(&set.sweep_keys, &values);
     let mut charts = Vec::new();
     for &p in &shown {
         let mut summarised = false;
@@ -84,7 +86,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
             String::new()
         };
         charts.push(Chart {
-            stem: paths::latency_chart(p, set.points.len()),
+            stem: stems[p].clone(),
             title: format!("Distribution over runs of the p99 and p50 latency{at}"),
             caption: format!(
                 "Empirical CDF over runs of each run's p99 (and p50) operation latency, per strategy: a point \
@@ -128,7 +130,12 @@ impl LatencyChart {
                     pts.push((*x, (i + 1) as f64 / n));
                 }
                 pts.push((self.x.hi, 1.0));
-                chart.draw_series(LineSeries::new(pts, strategy_color(*s).stroke_width(2))).map_err(err)?;
+                super::styled_line(
+                    &mut chart,
+                    pts,
+                    strategy_color(*s).stroke_width(2),
+                    super::strategy_dash(*s),
+                )?;
                 // Mark the median run so strategies are told apart without colour.
                 let mid = v[v.len() / 2];
                 marker(chart.plotting_area(), (mid, (v.len() / 2) as f64 / n + 0.5 / n), *s)?;

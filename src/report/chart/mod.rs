@@ -110,6 +110,56 @@ pub const KEY_METRICS: &[&str] = &[
     "wasted_work_s",
 ];
 
+/// The metrics charted against each swept key (and in the per-strategy charts): the key
+/// metrics, then `metastable`, the fraction of runs that never recovered while load was
+/// arriving. It is charted without being a key metric, so that the tables and `tune`, which
+/// read [`KEY_METRICS`], keep their columns.
+pub fn charted_metrics() -> impl Iterator<Item = &'static str> {
+    KEY_METRICS.iter().copied().chain(["metastable"])
+}
+
+/// Whether metric `m` is worth a chart: it has a value somewhere, except that `metastable`
+/// is left out when it is 0 everywhere and no point has a fault (no fault, no storm to
+/// sustain: the chart would say nothing).
+pub fn worth_charting(set: &ResultSet, m: usize) -> bool {
+    if !set.has_values(m) {
+        return false;
+    }
+    set.metrics[m] != "metastable"
+        || set.points.iter().any(|p| !p.faults.is_empty())
+        || set.summary.iter().any(|r| r.mean[m].is_some_and(|v| v != 0.0))
+}
+
+/// The range a metric's values can take: every metric of the catalogue is a count, a
+/// duration, a rate or a fraction, so none is below 0, and a fraction (its unit says
+/// `fraction of ...`) is at most 1. Interval ends outside it are clamped, so that a wide
+/// interval does not stretch an axis below 0.
+pub fn metric_bounds(name: &str) -> (f64, Option<f64>) {
+    let fraction = crate::metrics::catalogue::find(name).is_some_and(|m| m.unit.starts_with("fraction"));
+    (0.0, fraction.then_some(1.0))
+}
+
+/// Runs of one cell that never recovered (`recovery_time_s` empty, `metastable` measured),
+/// and the runs measured: `Some((never, measured))` when at least one never recovered. Read
+/// from runs.csv's counts, or from summary.csv's `metastable` fraction when runs.csv has no
+/// row for the cell. An empty `recovery_time_s` is never drawn as a time: these runs are
+/// drawn as "never".
+pub fn never_recovered(set: &ResultSet, point: usize, strategy: usize) -> Option<(u64, u64)> {
+    let rec = set.metric_index("recovery_time_s")?;
+    let meta = set.metric_index("metastable")?;
+    let (never, measured) = match set.runs.get(&(point, strategy)) {
+        Some(cell) if cell.rows > 0 => {
+            (cell.with_value[meta].saturating_sub(cell.with_value[rec]), cell.with_value[meta])
+        }
+        _ => {
+            let row = set.summary_row(point, strategy)?;
+            let fraction = row.mean[meta]?;
+            ((fraction * row.runs as f64).round() as u64, row.runs)
+        }
+    };
+    (never > 0).then_some((never, measured))
+}
+
 /// DejaVu Sans 2.37 (Bitstream Vera license, `assets/fonts/DejaVuSans-LICENSE.txt`).
 pub(crate) const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 /// The family name the embedded font is registered under.
@@ -157,6 +207,32 @@ pub fn strategy_color(strategy: usize) -> RGBColor {
 
 /// Marker shapes, so that strategies differ by more than colour.
 const MARKERS: usize = 6;
+
+/// Dash patterns (dash, gap in pixels; `None` solid) of the strategies' lines: a second cue
+/// beside the colour. None is as sparse as [`GAP_DASH`], which marks a line crossing
+/// unmeasured points.
+const DASHES: [Option<(u32, u32)>; 4] = [None, Some((10, 4)), Some((5, 4)), Some((18, 5))];
+
+/// The dash pattern of a line segment that joins two measured points across unmeasured ones.
+pub const GAP_DASH: (u32, u32) = (2, 7);
+
+/// A strategy's dash pattern, fixed by its index like its colour.
+pub fn strategy_dash(strategy: usize) -> Option<(u32, u32)> {
+    DASHES[strategy % DASHES.len()]
+}
+
+/// Draws the polyline `pts` in `style`, solid or dashed (`dash`: dash and gap in pixels).
+pub fn styled_line<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<axis::Axis, axis::Axis>>,
+    pts: Vec<(f64, f64)>,
+    style: ShapeStyle,
+    dash: Option<(u32, u32)>,
+) -> Result<(), String> {
+    match dash {
+        None => chart.draw_series(LineSeries::new(pts, style)).map(|_| ()).map_err(err),
+        Some((d, g)) => chart.draw_series(DashedLineSeries::new(pts, d, g, style)).map(|_| ()).map_err(err),
+    }
+}
 
 /// Draws strategy `strategy`'s marker centred on `at`, in the area's own coordinates.
 pub fn marker<DB, CT>(area: &DrawingArea<DB, CT>, at: CT::From, strategy: usize) -> Result<(), String>
@@ -264,11 +340,14 @@ pub fn legend<DB: DrawingBackend>(
         for e in row {
             match e {
                 LegendEntry::Strategy(s, _) => {
-                    area.draw(&PathElement::new(
-                        vec![(x, y), (x + 26, y)],
-                        strategy_color(*s).stroke_width(3),
-                    ))
-                    .map_err(err)?;
+                    let line = vec![(x, y), (x + 26, y)];
+                    let style = strategy_color(*s).stroke_width(3);
+                    match strategy_dash(*s) {
+                        None => area.draw(&PathElement::new(line, style)).map_err(err)?,
+                        Some((d, g)) => area
+                            .draw(&plotters::element::DashedPathElement::new(line, d, g, style))
+                            .map_err(err)?,
+                    }
                     marker(area, (x + 13, y), *s)?;
                 }
                 LegendEntry::Swatch(c, _) => {
@@ -439,8 +518,22 @@ pub fn mesh<'a, DB: DrawingBackend>(
     y_title: &str,
     margins: (i32, i32),
 ) -> Result<ChartContext<'a, DB, Cartesian2d<axis::Axis, axis::Axis>>, String> {
+    mesh_below(area, x, y, x_title, y_title, margins, 12)
+}
+
+/// [`mesh`] with `top` pixels free above the plot (for marks drawn above its frame).
+pub fn mesh_below<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    x: axis::Axis,
+    y: axis::Axis,
+    x_title: &str,
+    y_title: &str,
+    margins: (i32, i32),
+    top: i32,
+) -> Result<ChartContext<'a, DB, Cartesian2d<axis::Axis, axis::Axis>>, String> {
     let mut chart = ChartBuilder::on(area)
         .margin(12)
+        .margin_top(top)
         .margin_right(24)
         .x_label_area_size(margins.0)
         .y_label_area_size(margins.1)

@@ -1,7 +1,8 @@
 //! From timeseries.csv: one panel per strategy (small multiples with shared axes): offered
-//! calls per second against the server's capacity and successes per second above, the queue
-//! length below, fault windows shaded. One chart per sweep point, for at most
-//! [`ReportOptions::max_points`] points.
+//! calls per second against the server's capacity (following capacity faults and slowdowns)
+//! and successes per second above, the queue length below, each fault window shaded and
+//! labelled on its own. One chart per sweep point, for at most
+//! [`ReportOptions::max_timeseries`] points. Empty buckets are left out, never drawn as 0.
 
 use super::axis::Axis;
 use super::{Chart, INK, Kind, LegendEntry, err, font, legend, legend_height, mesh, strategy_color};
@@ -12,13 +13,19 @@ use crate::results::manifest::FaultInfo as Fault;
 use crate::stats;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Colour of the successes line (strategy colours are for offered load).
 const SUCCESS: RGBColor = RGBColor(0x33, 0x33, 0x33);
 /// Colour of the capacity line.
 const CAPACITY: RGBColor = RGBColor(0x88, 0x88, 0x88);
-/// Shade of a fault window.
+/// Shade of a fault window; consecutive windows alternate with [`FAULT_ALT`] so that two
+/// touching windows do not read as one.
 const FAULT: RGBAColor = RGBAColor(0xD5, 0x5E, 0x00, 0.13);
+/// The other shade of alternating fault windows.
+const FAULT_ALT: RGBAColor = RGBAColor(0xD5, 0x5E, 0x00, 0.24);
+/// A fault window's edges and label.
+const FAULT_EDGE: RGBColor = RGBColor(0xA0, 0x46, 0x00);
 
 /// One strategy's panel.
 pub struct StrategyPanel {
@@ -44,10 +51,40 @@ pub struct TimeseriesChart {
     pub rate: Axis,
     /// Shared queue axis.
     pub queue: Axis,
-    /// Nominal capacity, when known.
-    pub capacity_rps: Option<f64>,
+    /// The capacity over time as a step line (see [`capacity_steps`]); empty when unknown.
+    pub capacity: Vec<(f64, f64)>,
     /// Fault windows.
     pub faults: Vec<Fault>,
+}
+
+/// The server's capacity over `[0, end)` as a step line through `(time, requests/s)`:
+/// `nominal` times the `factor` of every capacity fault in force, divided by the `factor`
+/// of every slowdown in force (as the model multiplies them). Faults without a factor
+/// (outages, error faults, manifests written before factors were recorded) leave it as it
+/// is.
+pub fn capacity_steps(nominal: f64, faults: &[Fault], end: f64) -> Vec<(f64, f64)> {
+    let mut cuts: Vec<f64> = vec![0.0, end];
+    cuts.extend(faults.iter().flat_map(|f| [f.start_s, f.end_s]).filter(|t| *t > 0.0 && *t < end));
+    cuts.sort_by(f64::total_cmp);
+    cuts.dedup();
+    let at = |t: f64| {
+        faults.iter().filter(|f| f.start_s <= t && t < f.end_s).fold(nominal, |c, f| {
+            match (f.kind.as_str(), f.factor) {
+                ("capacity", Some(k)) => c * k,
+                ("slowdown", Some(k)) if k > 0.0 => c / k,
+                _ => c,
+            }
+        })
+    };
+    cuts.windows(2).flat_map(|w| [(w[0], at(w[0])), (w[1], at(w[0]))]).collect()
+}
+
+/// A fault's label: its number (1-based, in file order), kind and factor (`2 capacity ×0.5`).
+pub fn fault_label(i: usize, f: &Fault) -> String {
+    match f.factor {
+        Some(k) => format!("{} {} ×{}", i + 1, f.kind, stats::sig(k, 3)),
+        None => format!("{} {}", i + 1, f.kind),
+    }
 }
 
 /// Charts for the first, last and evenly spaced points, at most `opts.max_points`.
@@ -57,8 +94,13 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
         return Vec::new();
     };
     let queued = ts.series_index("queued");
-    let per_s = |v: Option<f64>| v.unwrap_or(0.0) / ts.bucket_s;
-    let shown = super::capped_points(set.points.len(), opts.max_points);
+    // An empty cell is no bucket: left out, not drawn as 0.
+    let series = |rows: &[&crate::report::table::TimeRow], i: usize, scale: f64| -> Vec<(f64, f64)> {
+        rows.iter().filter_map(|r| r.mean[i].map(|v| (r.t_s, v / scale))).collect()
+    };
+    let shown = super::capped_points(set.points.len(), opts.max_timeseries);
+    let values: Vec<Vec<String>> = set.points.iter().map(|p| p.values.clone()).collect();
+    let stems = paths::timeseries_charts(&set.sweep_keys, &values);
     let mut charts = Vec::new();
     for &p in &shown {
         let panels: Vec<StrategyPanel> = (0..set.strategies.len())
@@ -70,11 +112,9 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
                 Some(StrategyPanel {
                     strategy: s,
                     name: set.strategies[s].clone(),
-                    offered: rows.iter().map(|r| (r.t_s, per_s(r.mean[off]))).collect(),
-                    successes: rows.iter().map(|r| (r.t_s, per_s(r.mean[ok]))).collect(),
-                    queued: queued
-                        .map(|q| rows.iter().map(|r| (r.t_s, r.mean[q].unwrap_or(0.0))).collect())
-                        .unwrap_or_default(),
+                    offered: series(&rows, off, ts.bucket_s),
+                    successes: series(&rows, ok, ts.bucket_s),
+                    queued: queued.map(|q| series(&rows, q, 1.0)).unwrap_or_default(),
                 })
             })
             .collect();
@@ -84,29 +124,36 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
         let point = &set.points[p];
         let t_end =
             panels.iter().flat_map(|pn| pn.offered.last().map(|l| l.0 + ts.bucket_s)).fold(0.0, f64::max);
+        let t_end = if t_end > 0.0 { t_end } else { 1.0 };
+        let capacity =
+            point.capacity_rps.map(|c| capacity_steps(c, &point.faults, t_end)).unwrap_or_default();
         let rates = panels
             .iter()
             .flat_map(|pn| pn.offered.iter().chain(&pn.successes).map(|v| v.1))
-            .chain(point.capacity_rps);
+            .chain(capacity.iter().map(|c| c.1));
         let queues = panels.iter().flat_map(|pn| pn.queued.iter().map(|v| v.1));
         let (capped, at) = super::point_notes(set, shown.len(), p, "; the others are in timeseries.csv");
         charts.push(Chart {
-            stem: paths::timeseries_chart(p, set.points.len()),
+            stem: stems[p].clone(),
             title: format!("Load over time{at}"),
             caption: format!(
                 "Mean over runs per {} s bucket: offered calls per second (strategy colour) against the server's \
-                 capacity (dashed){}, successes per second (dark), and requests queued at each bucket's end (lower \
-                 panel). Shaded: fault windows.{capped}",
+                 capacity (dashed{}), successes per second (dark), and requests queued at each bucket's end (lower \
+                 panel). Shaded: each fault window, numbered with its kind (and factor).{capped}",
                 stats::sig(ts.bucket_s, 3),
-                if point.capacity_rps.is_none() { " (unknown here, not drawn)" } else { "" }
+                if point.capacity_rps.is_none() {
+                    "; unknown here, not drawn"
+                } else {
+                    ": times each capacity fault's factor, divided by each slowdown's"
+                }
             ),
             section: "Time series",
             size: (800, 110 + 330 * panels.len() as u32),
             kind: Kind::Timeseries(TimeseriesChart {
-                t: Axis::linear(0.0, if t_end > 0.0 { t_end } else { 1.0 }),
+                t: Axis::linear(0.0, t_end),
                 rate: Axis::for_values(rates, false, true).with_density(4.0),
                 queue: Axis::for_values(queues.chain([0.0, 1.0]), false, true).with_density(2.0),
-                capacity_rps: point.capacity_rps,
+                capacity,
                 faults: point.faults.clone(),
                 panels,
             }),
@@ -121,11 +168,11 @@ impl TimeseriesChart {
             LegendEntry::Line(INK, "offered calls/s (strategy colour)".into()),
             LegendEntry::Line(SUCCESS, "successes/s".into()),
         ];
-        if self.capacity_rps.is_some() {
+        if !self.capacity.is_empty() {
             e.push(LegendEntry::Line(CAPACITY, "capacity (requests/s)".into()));
         }
         if !self.faults.is_empty() {
-            e.push(LegendEntry::Swatch(FAULT, "fault window".into()));
+            e.push(LegendEntry::Swatch(FAULT, "fault windows (numbered)".into()));
         }
         e
     }
@@ -147,17 +194,46 @@ impl TimeseriesChart {
         Ok(())
     }
 
+    /// Shades each fault window on its own (alternating shades, edges drawn), and with
+    /// `labels` writes each one's label at its top left, on the first row where it does not
+    /// overlap an earlier label.
     fn shade<DB: DrawingBackend>(
         &self,
         chart: &mut ChartContext<'_, DB, Cartesian2d<Axis, Axis>>,
         y: &Axis,
+        labels: bool,
     ) -> Result<(), String> {
-        for f in &self.faults {
+        let mut taken: Vec<(i32, i32, i32)> = Vec::new();
+        for (i, f) in self.faults.iter().enumerate() {
             let (a, b) = (f.start_s.max(self.t.lo), f.end_s.min(self.t.hi));
-            if b > a {
+            if b <= a {
+                continue;
+            }
+            let shade = if i % 2 == 0 { FAULT } else { FAULT_ALT };
+            chart
+                .draw_series(std::iter::once(Rectangle::new([(a, y.lo), (b, y.hi)], shade.filled())))
+                .map_err(err)?;
+            for edge in [a, b] {
                 chart
-                    .draw_series(std::iter::once(Rectangle::new([(a, y.lo), (b, y.hi)], FAULT.filled())))
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(edge, y.lo), (edge, y.hi)],
+                        FAULT_EDGE.stroke_width(1),
+                    )))
                     .map_err(err)?;
+            }
+            if labels {
+                let text = fault_label(i, f);
+                let (x0, top) = chart.backend_coord(&(a, y.hi));
+                let x1 = x0 + 4 + super::text_width(&text, 13.0);
+                let row = (0..)
+                    .find(|r| !taken.iter().any(|&(s, e, tr)| tr == *r && s < x1 && x0 < e))
+                    .unwrap_or(0);
+                taken.push((x0, x1 + 6, row));
+                let style = font(13.0).color(&FAULT_EDGE).pos(Pos::new(HPos::Left, VPos::Top));
+                let plot = chart.plotting_area().strip_coord_spec();
+                let base = plot.get_base_pixel();
+                let at = (x0 - base.0 + 3, top - base.1 + 3 + 15 * row);
+                plot.draw(&Text::new(text, at, style)).map_err(err)?;
             }
         }
         Ok(())
@@ -169,15 +245,10 @@ impl TimeseriesChart {
         panel: &StrategyPanel,
     ) -> Result<(), String> {
         let mut chart = mesh(area, self.t.clone(), self.rate.clone(), "", "per second", (12, 78))?;
-        self.shade(&mut chart, &self.rate)?;
-        if let Some(c) = self.capacity_rps {
+        self.shade(&mut chart, &self.rate, true)?;
+        if !self.capacity.is_empty() {
             chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(self.t.lo, c), (self.t.hi, c)],
-                    8,
-                    6,
-                    CAPACITY.stroke_width(2),
-                ))
+                .draw_series(DashedLineSeries::new(self.capacity.clone(), 8, 6, CAPACITY.stroke_width(2)))
                 .map_err(err)?;
         }
         // Steps: a bucket's count holds over the bucket.
@@ -199,7 +270,7 @@ impl TimeseriesChart {
         panel: &StrategyPanel,
     ) -> Result<(), String> {
         let mut chart = mesh(area, self.t.clone(), self.queue.clone(), "time (s)", "queued", (44, 78))?;
-        self.shade(&mut chart, &self.queue)?;
+        self.shade(&mut chart, &self.queue, false)?;
         let color = strategy_color(panel.strategy);
         chart
             .draw_series(
@@ -220,4 +291,53 @@ fn steps(points: &[(f64, f64)], end: f64) -> Vec<(f64, f64)> {
         out.push((next, v));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(kind: &str, start_s: f64, end_s: f64, factor: Option<f64>) -> Fault {
+        Fault { kind: kind.into(), start_s, end_s, factor }
+    }
+
+    #[test]
+    fn the_capacity_line_follows_capacity_faults_and_slowdowns() {
+        let faults = [
+            fault("capacity", 10.0, 15.0, Some(0.5)),
+            fault("slowdown", 15.0, 20.0, Some(4.0)),
+            fault("outage", 30.0, 35.0, None),
+        ];
+        let steps = capacity_steps(1000.0, &faults, 40.0);
+        assert_eq!(
+            steps,
+            [
+                (0.0, 1000.0),
+                (10.0, 1000.0),
+                (10.0, 500.0),
+                (15.0, 500.0),
+                (15.0, 250.0),
+                (20.0, 250.0),
+                (20.0, 1000.0),
+                (30.0, 1000.0),
+                (30.0, 1000.0),
+                (35.0, 1000.0),
+                (35.0, 1000.0),
+                (40.0, 1000.0)
+            ]
+        );
+        // Overlapping capacity faults multiply, as the model's do.
+        let both = [fault("capacity", 0.0, 10.0, Some(0.5)), fault("capacity", 5.0, 10.0, Some(0.5))];
+        assert_eq!(capacity_steps(100.0, &both, 10.0), [(0.0, 50.0), (5.0, 50.0), (5.0, 25.0), (10.0, 25.0)]);
+        // Without factors (an older manifest) it stays flat.
+        assert!(
+            capacity_steps(100.0, &[fault("capacity", 1.0, 2.0, None)], 3.0).iter().all(|s| s.1 == 100.0)
+        );
+    }
+
+    #[test]
+    fn each_fault_has_its_own_label() {
+        assert_eq!(fault_label(0, &fault("capacity", 10.0, 15.0, Some(0.5))), "1 capacity ×0.5");
+        assert_eq!(fault_label(1, &fault("outage", 15.0, 20.0, None)), "2 outage");
+    }
 }

@@ -82,7 +82,8 @@ fn report_loads_in_a_browser_with_every_chart_visible() {
     let sizes: Vec<&str> = sizes.split_whitespace().collect();
     assert_eq!(sizes.len(), charts, "{sizes:?}");
     for s in &sizes {
-        let (id, wh) = s.split_once('=').unwrap();
+        // The id itself may hold '=' (a per-point chart's name says its point).
+        let (id, wh) = s.rsplit_once('=').unwrap();
         let (w, h) = wh.split_once('x').unwrap();
         let (w, h): (u32, u32) = (w.parse().unwrap(), h.parse().unwrap());
         assert!(w >= 300 && h >= 100, "{id} renders at {w}x{h}");
