@@ -2,6 +2,7 @@
 //! imports the other.
 
 use super::compare::CompareOptions;
+use super::verdict::VerdictOptions;
 
 /// What to draw.
 #[derive(Clone, Debug)]
@@ -13,6 +14,8 @@ pub struct ReportOptions {
     pub heatmap_metrics: Vec<String>,
     /// The comparison shown in the report (its `color` is ignored there).
     pub compare: CompareOptions,
+    /// The verdict at the top of the page: its reference point and constraints.
+    pub verdict: VerdictOptions,
 }
 
 impl Default for ReportOptions {
@@ -21,6 +24,7 @@ impl Default for ReportOptions {
             max_points: 6,
             heatmap_metrics: ["success_rate", "amplification", "latency_p99_s"].map(String::from).to_vec(),
             compare: CompareOptions::default(),
+            verdict: VerdictOptions::default(),
         }
     }
 }
