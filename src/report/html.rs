@@ -69,8 +69,9 @@ pub fn page(
     }
     // The heatmaps show a two-key sweep at a glance: first of the charts.
     sections.sort_by_key(|s| *s != "Heatmaps");
-    let mut toc = vec![("comparison".to_string(), "Comparison".to_string())];
-    toc.extend(sections.iter().map(|s| (section_id(s), s.to_string())));
+    let heatmaps_first = set.sweep_keys.len() == 2 && sections.first() == Some(&"Heatmaps");
+    let mut toc: Vec<(String, String)> = sections.iter().map(|s| (section_id(s), s.to_string())).collect();
+    toc.insert(usize::from(heatmaps_first), ("comparison".to_string(), "Comparison".to_string()));
     toc.push(("summary".into(), "Summary table".into()));
     toc.push(("experiment".into(), "The experiment that ran".into()));
     h.push_str("<nav>Contents:");
@@ -82,23 +83,15 @@ pub fn page(
         let _ = writeln!(h, "<p class=\"desc\">{}</p>", escape(m.description.trim()));
     }
 
+    // For a two-key sweep the heatmaps say more at a glance than the per-point tables.
+    let (early, late): (Vec<&str>, Vec<&str>) =
+        sections.iter().partition(|s| **s == "Heatmaps" && set.sweep_keys.len() == 2);
+    for s in &early {
+        chart_section(&mut h, s, charts);
+    }
     comparison_tables(&mut h, comparison);
-
-    for s in &sections {
-        let _ =
-            writeln!(h, "<details open id=\"{}\"><summary><h2>{}</h2></summary>", section_id(s), escape(s));
-        for (c, svg) in charts.iter().filter(|(c, _)| c.section == *s) {
-            let _ = writeln!(
-                h,
-                "<figure id=\"{id}\" class=\"chart\">\n{svg}<figcaption>{cap} Files: <a href=\"{dir}/{stem}.svg\">{stem}.svg</a>, <a href=\"{dir}/{stem}.png\">{stem}.png</a>.</figcaption>\n</figure>",
-                id = escape(&format!("chart-{}", c.stem)),
-                svg = strip_xml_declaration(svg),
-                cap = escape(&c.caption),
-                dir = paths::CHARTS_DIR,
-                stem = escape(&c.stem),
-            );
-        }
-        h.push_str("</details>\n");
+    for s in &late {
+        chart_section(&mut h, s, charts);
     }
 
     summary_table(&mut h, set);
@@ -116,6 +109,23 @@ pub fn page(
         paths::CHARTS_DIR
     );
     h
+}
+
+/// One section of charts, collapsible.
+fn chart_section(h: &mut String, s: &str, charts: &[(&Chart, String)]) {
+    let _ = writeln!(h, "<details open id=\"{}\"><summary><h2>{}</h2></summary>", section_id(s), escape(s));
+    for (c, svg) in charts.iter().filter(|(c, _)| c.section == s) {
+        let _ = writeln!(
+            h,
+            "<figure id=\"{id}\" class=\"chart\">\n{svg}<figcaption>{cap} Files: <a href=\"{dir}/{stem}.svg\">{stem}.svg</a>, <a href=\"{dir}/{stem}.png\">{stem}.png</a>.</figcaption>\n</figure>",
+            id = escape(&format!("chart-{}", c.stem)),
+            svg = strip_xml_declaration(svg),
+            cap = escape(&c.caption),
+            dir = paths::CHARTS_DIR,
+            stem = escape(&c.stem),
+        );
+    }
+    h.push_str("</details>\n");
 }
 
 /// The comparison as HTML tables: the best of each column in bold, never-recovered cells
