@@ -175,7 +175,7 @@ fn the_first_screen_names_the_metastable_cells_and_the_page_shows_what_ran() {
     let verdict_box: Vec<i64> = attr("data-verdict").split(' ').map(|v| v.parse().unwrap()).collect();
     assert!(verdict_box[1] <= 900, "the verdict ends at {} px, below the first screen", verdict_box[1]);
     let first_screen = attr("data-first-screen");
-    assert!(first_screen.contains(&format!("immediate: worst at")), "{first_screen}");
+    assert!(first_screen.contains("immediate: worst at"), "{first_screen}");
     assert!(
         first_screen.contains(sentence),
         "the first screen does not name the metastable cells:\n{first_screen}"
