@@ -126,14 +126,21 @@ pub struct RunArgs {
     pub rank: RankArgs,
 }
 
-/// Ranking the points of a sweep, shared by `run` and `plot`.
+/// Ranking the points of a sweep and the verdict's reference point, shared by `run` and
+/// `plot`.
 #[derive(Debug, Args, Default)]
 pub struct RankArgs {
+    /// The verdict's reference point (report.html and the end-of-run text): a swept key and
+    /// one of its values, e.g. `client.timeout=1s`; repeatable, one per key [default: the
+    /// first point].
+    #[arg(long = "reference", value_name = "KEY=VALUE")]
+    pub reference: Vec<String>,
     /// List the (point, strategy) rows best first by this metric (lower is better; success
     /// rates higher), with their 95 % intervals.
     #[arg(long, value_name = "METRIC")]
     pub rank: Option<String>,
     /// Keep only the rows that satisfy "METRIC OP VALUE" (OP one of <=, <, >=, >); repeatable.
+    /// The verdict then says where each strategy fails them.
     #[arg(long = "where", value_name = "CONSTRAINT")]
     pub constraints: Vec<String>,
 }

@@ -119,9 +119,10 @@ fn afford(file: &Path, exp: &Experiment, threads: usize) -> Result<experiment::c
 
 /// `retrysim run`: run the cells (or one shard of them) and write the result folder.
 pub fn run(a: &RunArgs) -> Result<(), Error> {
-    let (exp, _) = load(&a.file, &a.overrides)?;
-    // A bad --rank or --where is bad input: refused before anything runs.
-    rank_constraints(&a.rank, true)?;
+    let (mut exp, _) = load(&a.file, &a.overrides)?;
+    exp.command_line = command_line();
+    // A bad --rank, --where or --reference is bad input: refused before anything runs.
+    let report_opts = report_options(&a.rank, true)?;
     let shard = shard(a.shard.as_deref())?;
     if !a.quiet {
         warn(&a.file, &exp);
@@ -174,7 +175,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
     let mut written = writer.commit()?;
     stopped(Some(&out))?;
     // The report reads the files just written: `plot DIR` draws the same from them.
-    written.extend(report::render_report(&out, &report::ReportOptions::default())?);
+    written.extend(report::render_report(&out, &report_opts)?);
     stopped(Some(&out))?;
     if !a.quiet {
         for p in &written {
@@ -192,8 +193,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
 
 /// `retrysim plot DIR`: redraw the report from the files, and print the comparison.
 pub fn plot(a: &PlotArgs) -> Result<(), Error> {
-    rank_constraints(&a.rank, false)?;
-    let written = report::render_report(&a.dir, &report::ReportOptions::default())?;
+    let written = report::render_report(&a.dir, &report_options(&a.rank, false)?)?;
     if !a.quiet {
         for p in &written {
             println!("wrote {}", p.display());
@@ -204,17 +204,40 @@ pub fn plot(a: &PlotArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// The comparison printed at the end of a run (or by `plot`), or the ranking when asked.
+/// The arguments of a run (`retrysim` and what followed it), for the manifest.
+fn command_line() -> Vec<String> {
+    let mut args: Vec<String> = std::env::args().collect();
+    // The program's path says where it was installed, not what ran.
+    if let Some(first) = args.first_mut() {
+        *first = "retrysim".into();
+    }
+    args
+}
+
+/// The report's options from `--rank`, `--where` and `--reference` (see [`rank_constraints`]).
+fn report_options(r: &RankArgs, known_metrics: bool) -> Result<report::ReportOptions, Error> {
+    let constraints = rank_constraints(r, known_metrics)?;
+    let reference =
+        r.reference.iter().map(|t| report::verdict::parse_reference(t)).collect::<Result<Vec<_>, _>>()?;
+    Ok(report::ReportOptions {
+        verdict: report::VerdictOptions { reference, constraints },
+        ..Default::default()
+    })
+}
+
+/// The verdict and the comparison printed at the end of a run (or by `plot`), or the
+/// ranking when asked.
 fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
     let set = report::ResultSet::read_dir(dir)?;
     let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let verdict = report::verdict(&set, &report_options(r, false)?.verdict)?.text();
     if r.rank.is_none() && r.constraints.is_empty() {
         let opts = report::CompareOptions { color, ..Default::default() };
-        return Ok(report::comparison(&set, &opts));
+        return Ok(format!("{verdict}\n{}", report::comparison(&set, &opts)));
     }
     let constraints = rank_constraints(r, false)?;
     let metric = r.rank.as_deref().unwrap_or("success_rate");
-    Ok(report::rank(&set, metric, &constraints)?)
+    Ok(format!("{verdict}\n{}", report::rank(&set, metric, &constraints)?))
 }
 
 /// `retrysim tune`: search the `[tune]` space, write tune.csv, recommendation.toml and the
@@ -508,7 +531,7 @@ pub fn validate(a: &ValidateArgs) -> Result<(), Error> {
 fn is_complete(dir: &Path, exp: &Experiment, shard: Option<Shard>) -> bool {
     let Ok(bytes) = std::fs::read(dir.join(Manifest::FILE)) else { return false };
     let Ok(m) = Manifest::parse(&bytes) else { return false };
-    m == Manifest::of(exp, shard)
+    m.same_result(&Manifest::of(exp, shard))
 }
 
 /// Lists on stderr the sweep points that `[sweep] skip_invalid` left out.

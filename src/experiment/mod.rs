@@ -57,6 +57,10 @@ pub struct Experiment {
     pub source: String,
     /// The command-line changes, in the order applied (`--set K=V`, `--runs N`, `--seed N`).
     pub overrides: Vec<String>,
+    /// The experiment as run, every `--set` applied, as TOML; empty without `--set`.
+    pub effective_toml: String,
+    /// The command line that ran it, when a command records one (`retrysim run`).
+    pub command_line: Vec<String>,
     /// Identifies the experiment as run (text, changes, retrysim version): shards and resumed
     /// runs of one experiment share it.
     pub fingerprint: String,

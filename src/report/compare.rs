@@ -6,7 +6,6 @@
 //! a terminal).
 
 use super::ReportError;
-use super::format::with_interval;
 use super::table::{ResultSet, SummaryRow};
 use crate::metrics::catalogue::{self, Better, label};
 use crate::metrics::constraint::{Constraint, Op};
@@ -60,7 +59,7 @@ struct Row {
 }
 
 /// Whether `a` is better than `b` in direction `better`.
-fn is_better(better: Better, a: f64, b: f64) -> bool {
+pub(super) fn is_better(better: Better, a: f64, b: f64) -> bool {
     match better {
         Better::Lower => a < b,
         Better::Higher => a > b,
@@ -69,15 +68,49 @@ fn is_better(better: Better, a: f64, b: f64) -> bool {
 
 /// The metric that picks each strategy's best point in a large sweep: the first compared
 /// metric with a direction whose means are not all equal.
-fn primary_metric(set: &ResultSet, metrics: &[usize]) -> Option<usize> {
+pub(super) fn primary_metric(set: &ResultSet, metrics: &[usize]) -> Option<usize> {
     metrics.iter().copied().find(|&m| catalogue::better(&set.metrics[m]).is_some())
 }
 
-/// The end-of-run comparison: one row per strategy (per point for sweeps of at most
+/// One table of a comparison: a title (a sweep point, or none), its header, its rows of
+/// cells, and the notable differences between its rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareTable {
+    /// The point the rows share, or what the rows are; empty without a sweep.
+    pub title: String,
+    /// Column names: `strategy`, `point` in a large sweep, then the metrics.
+    pub header: Vec<String>,
+    /// Rows of cells, as in `header`.
+    pub rows: Vec<Vec<CompareCell>>,
+    /// One sentence per column whose best and worst rows' intervals do not overlap.
+    pub notes: Vec<String>,
+}
+
+/// One cell of a [`CompareTable`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareCell {
+    /// `mean ± half-width`, `never (k of n runs)`, a name, or `-`.
+    pub text: String,
+    /// The best value of its column (of several rows).
+    pub best: bool,
+}
+
+/// What the comparison says, for the terminal ([`comparison`]) and the report's table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// What the rows are: strategies, points and runs.
+    pub heading: String,
+    /// Columns left out, each line naming them: equal in every row, or repeating another.
+    pub left_out: Vec<String>,
+    /// The tables; none when no metric differs between rows.
+    pub tables: Vec<CompareTable>,
+}
+
+/// The comparison of `set` as data: one row per strategy (per point for sweeps of at most
 /// `max_points` points, else each strategy's best point), each compared metric as
-/// `mean ± 95 % half-width`, the best of each column marked, then one line per notable
-/// difference (best against worst of a column, when their intervals do not overlap).
-pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
+/// `mean ± 95 % half-width`, the best of each column marked, and per table one line per
+/// notable difference (best against worst of a column, when their intervals do not overlap).
+pub fn compare(set: &ResultSet, opts: &CompareOptions) -> Comparison {
     let mut candidate: Vec<usize> =
         opts.metrics.iter().filter_map(|m| set.metric_index(m)).filter(|&m| set.has_values(m)).collect();
     // Columns equal in every row say nothing about the strategies: one line lists them.
@@ -87,8 +120,8 @@ pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
         let mut values = set.summary.iter().map(|r| r.mean[m]);
         let first = values.next().flatten();
         let same = first.is_some() && values.all(|v| v == first);
-        if same {
-            constant.push(format!("{} = {}", set.metrics[m], sig(first.unwrap_or(0.0), 4)));
+        if let (true, Some(first)) = (same, first) {
+            constant.push(format!("{} = {}", set.metrics[m], sig(first, 4)));
         }
         !same
     });
@@ -110,11 +143,9 @@ pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
     }
     let metrics = kept;
 
-    let mut out = String::new();
     let runs = set.manifest.runs.or_else(|| set.summary.first().map(|r| r.runs)).unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "{}: {} strateg{}, {} point{}, {} run{} each; mean ± 95 % CI half-width; {}",
+    let heading = format!(
+        "{}: {} strateg{}, {} point{}, {} run{} each; mean ± 95 % CI half-width",
         set.name(),
         set.strategies.len(),
         if set.strategies.len() == 1 { "y" } else { "ies" },
@@ -122,17 +153,16 @@ pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
         if set.points.len() == 1 { "" } else { "s" },
         runs,
         if runs == 1 { "" } else { "s" },
-        if opts.color { "best in bold" } else { "* = best in column" }
     );
+    let mut left_out = Vec::new();
     if !constant.is_empty() {
-        let _ = writeln!(out, "same in every row: {}", constant.join(", "));
+        left_out.push(format!("same in every row: {}", constant.join(", ")));
     }
     if !repeats.is_empty() {
-        let _ = writeln!(out, "in every row: {}", repeats.join(", "));
+        left_out.push(format!("in every row: {}", repeats.join(", ")));
     }
     if metrics.is_empty() {
-        let _ = writeln!(out, "(no metric differs between rows)");
-        return out;
+        return Comparison { heading, left_out, tables: Vec::new() };
     }
 
     let groups: Vec<(String, Vec<Row>)> = if set.points.len() <= opts.max_points {
@@ -170,26 +200,37 @@ pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
         vec![(title, rows)]
     };
     let show_point = set.points.len() > opts.max_points;
+    let tables =
+        groups.into_iter().map(|(title, rows)| table(set, title, &rows, &metrics, show_point)).collect();
+    Comparison { heading, left_out, tables }
+}
 
-    for (title, rows) in &groups {
+/// The end-of-run comparison as text (see [`compare`]): best values marked `*`, or bold
+/// green with [`CompareOptions::color`].
+pub fn comparison(set: &ResultSet, opts: &CompareOptions) -> String {
+    let c = compare(set, opts);
+    let mut out = String::new();
+    let _ =
+        writeln!(out, "{}; {}", c.heading, if opts.color { "best in bold" } else { "* = best in column" });
+    for line in &c.left_out {
+        let _ = writeln!(out, "{line}");
+    }
+    if c.tables.is_empty() {
+        let _ = writeln!(out, "(no metric differs between rows)");
+        return out;
+    }
+    for t in &c.tables {
         out.push('\n');
-        if !title.is_empty() {
-            let _ = writeln!(out, "{title}");
+        if !t.title.is_empty() {
+            let _ = writeln!(out, "{}", t.title);
         }
-        render_group(&mut out, set, rows, &metrics, show_point, opts.color);
+        render_table(&mut out, t, opts.color);
     }
     out
 }
 
-/// One table of rows, then its notable differences.
-fn render_group(
-    out: &mut String,
-    set: &ResultSet,
-    rows: &[Row],
-    metrics: &[usize],
-    show_point: bool,
-    color: bool,
-) {
+/// One table of rows, with its notable differences.
+fn table(set: &ResultSet, title: String, rows: &[Row], metrics: &[usize], show_point: bool) -> CompareTable {
     let estimates: Vec<Vec<Option<Estimate>>> = rows
         .iter()
         .map(|r| metrics.iter().map(|&m| set.estimate(r.point, r.strategy, m)).collect())
@@ -210,55 +251,18 @@ fn render_group(
         header.push("point".into());
     }
     header.extend(metrics.iter().map(|&m| set.metrics[m].clone()));
-    let mut table: Vec<Vec<(String, bool)>> = Vec::new();
+    let plain = |text: String| CompareCell { text, best: false };
+    let mut cells_of_rows = Vec::new();
     for (r, row) in rows.iter().enumerate() {
-        let mut cells = vec![(set.strategies[row.strategy].clone(), false)];
+        let mut cells = vec![plain(set.strategies[row.strategy].clone())];
         if show_point {
-            cells.push((set.point_label(row.point), false));
+            cells.push(plain(set.point_label(row.point)));
         }
-        for c in 0..metrics.len() {
-            let cell = match estimates[r][c] {
-                Some(e) => {
-                    let is_best = best[c] == Some(e.mean) && rows.len() > 1;
-                    (with_interval(e.mean, e.half_width), is_best)
-                }
-                None => ("-".to_string(), false),
-            };
-            cells.push(cell);
+        for (c, &m) in metrics.iter().enumerate() {
+            let is_best = rows.len() > 1 && estimates[r][c].is_some_and(|e| best[c] == Some(e.mean));
+            cells.push(CompareCell { text: set.cell_text(row.point, row.strategy, m), best: is_best });
         }
-        table.push(cells);
-    }
-    // Column widths count characters (`±` is one); a star takes one more.
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            table
-                .iter()
-                .map(|cells| cells[c].0.chars().count() + usize::from(!color && cells[c].1))
-                .chain([header[c].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut line = String::new();
-    for (c, h) in header.iter().enumerate() {
-        pad(&mut line, h, widths[c], true);
-    }
-    let _ = writeln!(out, "{}", line.trim_end());
-    for cells in &table {
-        let mut line = String::new();
-        for (c, (text, is_best)) in cells.iter().enumerate() {
-            let shown = match (is_best, color) {
-                (true, true) => format!("{BOLD_GREEN}{text}{RESET}"),
-                (true, false) => format!("{text}*"),
-                _ => text.clone(),
-            };
-            let visible = text.chars().count() + usize::from(*is_best && !color);
-            line.push_str(&shown);
-            if c + 1 < cells.len() {
-                line.push_str(&" ".repeat(widths[c] - visible + 2));
-            }
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
+        cells_of_rows.push(cells);
     }
 
     // Notable differences: per column, the best row against the worst, when the intervals
@@ -290,7 +294,44 @@ fn render_group(
         };
         notes.push(difference(&set.metrics[m], better, &name(b), best.mean, &name(w), worst.mean));
     }
-    for n in notes {
+    CompareTable { title, header, rows: cells_of_rows, notes }
+}
+
+/// A table as aligned text, then its notes indented.
+fn render_table(out: &mut String, t: &CompareTable, color: bool) {
+    // Column widths count characters (`±` is one); a star takes one more.
+    let widths: Vec<usize> = (0..t.header.len())
+        .map(|c| {
+            t.rows
+                .iter()
+                .map(|cells| cells[c].text.chars().count() + usize::from(!color && cells[c].best))
+                .chain([t.header[c].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut line = String::new();
+    for (c, h) in t.header.iter().enumerate() {
+        pad(&mut line, h, widths[c], true);
+    }
+    let _ = writeln!(out, "{}", line.trim_end());
+    for cells in &t.rows {
+        let mut line = String::new();
+        for (c, cell) in cells.iter().enumerate() {
+            let shown = match (cell.best, color) {
+                (true, true) => format!("{BOLD_GREEN}{}{RESET}", cell.text),
+                (true, false) => format!("{}*", cell.text),
+                _ => cell.text.clone(),
+            };
+            let visible = cell.text.chars().count() + usize::from(cell.best && !color);
+            line.push_str(&shown);
+            if c + 1 < cells.len() {
+                line.push_str(&" ".repeat(widths[c] - visible + 2));
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for n in &t.notes {
         let _ = writeln!(out, "  {n}");
     }
 }
@@ -387,9 +428,7 @@ pub fn rank<'s>(set: &'s ResultSet, metric: &str, constraints: &[Constraint]) ->
         s
     };
     let value_of = |point: usize, strategy: usize, metric: usize| {
-        set.estimate(point, strategy, metric)
-            .map(|e| format!("{} {}", set.metrics[metric], with_interval(e.mean, e.half_width)))
-            .unwrap_or_else(|| format!("{} -", set.metrics[metric]))
+        format!("{} {}", set.metrics[metric], set.cell_text(point, strategy, metric))
     };
     let sorted = |rows: Vec<&'s SummaryRow>| sorted_by(rows, m, better);
     let mut out = String::new();

@@ -99,6 +99,16 @@ pub enum ReportError {
     /// A `--where` constraint cannot be parsed.
     #[error(transparent)]
     BadConstraint(#[from] ConstraintError),
+    /// A `--reference` point is not one of the sweep's.
+    #[error(
+        "bad reference point `{text}`: {reason} (--reference KEY=VALUE names a swept key and one of its values)"
+    )]
+    BadReference {
+        /// The reference as given.
+        text: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A chart could not be drawn (a bug: the data was checked before drawing).
     #[error("cannot draw chart {name}: {message}")]
     Chart {

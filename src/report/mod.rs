@@ -16,9 +16,11 @@ mod render;
 pub mod run_distribution;
 pub mod table;
 pub mod text;
+pub mod verdict;
 
 pub use self::compare::{CompareOptions, comparison, rank};
 pub use self::error::ReportError;
 pub use self::options::ReportOptions;
 pub use self::render::{comparison_from_dir, render_report};
 pub use self::table::ResultSet;
+pub use self::verdict::{Verdict, VerdictOptions, verdict};

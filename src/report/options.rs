@@ -2,6 +2,7 @@
 //! imports the other.
 
 use super::compare::CompareOptions;
+use super::verdict::VerdictOptions;
 
 /// What to draw.
 #[derive(Clone, Debug)]
@@ -18,6 +19,8 @@ pub struct ReportOptions {
     pub heatmap_metrics: Vec<String>,
     /// The comparison shown in the report (its `color` is ignored there).
     pub compare: CompareOptions,
+    /// The verdict at the top of the page: its reference point and constraints.
+    pub verdict: VerdictOptions,
 }
 
 impl Default for ReportOptions {
@@ -29,6 +32,7 @@ impl Default for ReportOptions {
                 .map(String::from)
                 .to_vec(),
             compare: CompareOptions::default(),
+            verdict: VerdictOptions::default(),
         }
     }
 }

@@ -59,6 +59,14 @@ const MANIFEST: &[(&str, &str)] = &[
     ),
     ("experiment_toml", "the experiment file as it was read, before command-line changes"),
     ("overrides", "the command-line changes (`--set`, `--runs`, `--seed`), in order"),
+    (
+        "effective_toml",
+        "the experiment as run, every `--set` applied (the sweep and `[tune]` included), as TOML; empty without `--set` (older folders lack it)",
+    ),
+    (
+        "command_line",
+        "the command line of `run` (or the first shard's for `merge`), its arguments in order; empty when not recorded (older folders lack it); `--resume` ignores it",
+    ),
     ("shard", "`{ index, count }` for a shard written by `run --shard I/N`, `null` for a whole run"),
 ];
 

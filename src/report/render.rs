@@ -1,8 +1,9 @@
 //! The entry points of the plotted report: [`render_report`] writes every chart and
 //! `report.html` for a result folder; [`comparison_from_dir`] gives the end-of-run text.
 
-use super::compare::{CompareOptions, comparison};
+use super::compare::{CompareOptions, compare, comparison};
 use super::table::ResultSet;
+use super::verdict::{VerdictOptions, verdict};
 use super::{ReportError, ReportOptions, chart, html, paths};
 use crate::results::{WriteError, write_atomically};
 use std::path::{Path, PathBuf};
@@ -17,6 +18,8 @@ pub fn render_report(dir: &Path, opts: &ReportOptions) -> Result<Vec<PathBuf>, R
 
 /// Writes the charts and report of `set` into `out` (see [`render_report`]).
 pub fn render_set(set: &ResultSet, out: &Path, opts: &ReportOptions) -> Result<Vec<PathBuf>, ReportError> {
+    // A bad reference point is refused before anything is written.
+    let verdict = verdict(set, &opts.verdict)?;
     let charts = chart::plan(set, opts);
     let charts_dir = out.join(paths::CHARTS_DIR);
     std::fs::create_dir_all(&charts_dir).map_err(|source| WriteError { path: charts_dir.clone(), source })?;
@@ -32,8 +35,8 @@ pub fn render_set(set: &ResultSet, out: &Path, opts: &ReportOptions) -> Result<V
         written.push(png_path);
         inline.push((c, svg));
     }
-    let text = comparison(set, &CompareOptions { color: false, ..opts.compare.clone() });
-    let page = html::page(set, &inline, &text);
+    let table = compare(set, &opts.compare);
+    let page = html::page(set, &inline, &table, &verdict);
     let report = paths::report_file(out);
     write_atomically(&report, page.as_bytes())?;
     remove_stale_charts(&charts_dir, &written)?;
@@ -63,7 +66,13 @@ fn remove_stale_charts(charts_dir: &Path, written: &[PathBuf]) -> Result<(), Rep
     Ok(())
 }
 
-/// The end-of-run comparison of the result folder `dir` (see [`comparison`]).
-pub fn comparison_from_dir(dir: &Path, opts: &CompareOptions) -> Result<String, ReportError> {
-    Ok(comparison(&ResultSet::read_dir(dir)?, opts))
+/// The end-of-run text of the result folder `dir`: the verdict's sentences, then the
+/// comparison (see [`verdict`] and [`comparison`]).
+pub fn comparison_from_dir(
+    dir: &Path,
+    opts: &CompareOptions,
+    verdict_opts: &VerdictOptions,
+) -> Result<String, ReportError> {
+    let set = ResultSet::read_dir(dir)?;
+    Ok(format!("{}\n{}", verdict(&set, verdict_opts)?.text(), comparison(&set, opts)))
 }

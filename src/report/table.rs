@@ -8,6 +8,7 @@
 //! by name, never by position: metrics added later show up without a change here.
 
 use super::ReportError;
+use super::format::with_interval;
 use super::run_distribution::RunDistribution;
 use crate::results::manifest::{FaultInfo as Fault, Manifest};
 use crate::stats::Estimate;
@@ -22,6 +23,11 @@ pub const RUNS_CSV: &str = "runs.csv";
 pub const TIMESERIES_CSV: &str = "timeseries.csv";
 /// What the folder was made from; optional (older folders lack it).
 pub const MANIFEST_JSON: &str = "manifest.json";
+
+/// The metric whose empty cells mean "never recovered" (docs/outputs.md).
+const RECOVERY: &str = "recovery_time_s";
+/// The metric that tells which runs were measurable at all.
+const METASTABLE: &str = "metastable";
 
 /// The per-run metrics whose distribution over runs the report draws (the latency chart).
 pub const DISTRIBUTED_METRICS: [&str; 2] = ["latency_p99_s", "latency_p50_s"];
@@ -521,6 +527,57 @@ impl ResultSet {
             _ => row.runs,
         };
         Some(Estimate::from_summary(mean, row.sd[metric], n))
+    }
+
+    /// Of the measurable runs of one (point, strategy), how many never recovered, and how
+    /// many were measurable: `(never, measurable)`. A run's `recovery_time_s` is empty both
+    /// when it never recovered and when recovery cannot be measured; `metastable` is empty
+    /// only in the second case, so the measurable runs are those with a `metastable` value.
+    /// `None` without a `recovery_time_s` column.
+    pub fn never_recovered(&self, point: usize, strategy: usize) -> Option<(u64, u64)> {
+        let recovery = self.metric_index(RECOVERY)?;
+        let row = self.summary_row(point, strategy)?;
+        match self.runs.get(&(point, strategy)) {
+            Some(cell) if cell.rows > 0 => {
+                let measurable = self.metric_index(METASTABLE).map_or(cell.rows, |m| cell.with_value[m]);
+                Some((measurable.saturating_sub(cell.with_value[recovery]), measurable))
+            }
+            // No per-run rows: an empty mean says that no run recovered.
+            _ if row.mean[recovery].is_none() && self.metastable_runs(point, strategy).is_some() => {
+                Some((row.runs, row.runs))
+            }
+            _ => Some((0, row.runs)),
+        }
+    }
+
+    /// Of the measurable runs of one (point, strategy), how many were metastable, and how
+    /// many were measurable: `(metastable, measurable)`; `None` when no run was measurable.
+    pub fn metastable_runs(&self, point: usize, strategy: usize) -> Option<(u64, u64)> {
+        let m = self.metric_index(METASTABLE)?;
+        let fraction = self.summary_row(point, strategy)?.mean[m]?;
+        let n = match self.runs.get(&(point, strategy)) {
+            Some(cell) if cell.rows > 0 => cell.with_value[m],
+            _ => self.summary_row(point, strategy)?.runs,
+        };
+        Some(((fraction * n as f64).round() as u64, n))
+    }
+
+    /// One metric of one (point, strategy) as a table shows it: `mean ± half-width`; for
+    /// `recovery_time_s`, the runs that never recovered as `never (k of n runs)` (after the
+    /// mean of the others when some did); `-` when there is no value. Never a 0 for a
+    /// missing value.
+    pub fn cell_text(&self, point: usize, strategy: usize, metric: usize) -> String {
+        let value = self.estimate(point, strategy, metric).map(|e| with_interval(e.mean, e.half_width));
+        let never = match self.metrics[metric] == RECOVERY {
+            true => self.never_recovered(point, strategy).filter(|&(k, _)| k > 0),
+            false => None,
+        };
+        match (value, never) {
+            (Some(v), None) => v,
+            (Some(v), Some((k, n))) => format!("{v}; never in {k} of {n} runs"),
+            (None, Some((k, n))) => format!("never ({k} of {n} runs)"),
+            (None, None) => "-".into(),
+        }
     }
 
     /// Whether a metric has at least one value in summary.csv.

@@ -33,6 +33,10 @@ pub struct Manifest {
     pub experiment_toml: String,
     /// The command-line changes (`--set`, `--runs`, `--seed`), in order.
     pub overrides: Vec<String>,
+    /// The experiment as run, every `--set` applied, as TOML; empty without `--set`.
+    pub effective_toml: String,
+    /// The command line of the run, its arguments in order; empty when not recorded.
+    pub command_line: Vec<String>,
     /// `null` for a whole run.
     pub shard: Option<ShardInfo>,
 }
@@ -85,8 +89,17 @@ impl Manifest {
             fingerprint: exp.fingerprint.clone(),
             experiment_toml: exp.source.clone(),
             overrides: exp.overrides.clone(),
+            effective_toml: exp.effective_toml.clone(),
+            command_line: exp.command_line.clone(),
             shard: shard.map(|s| ShardInfo { index: s.index, count: s.count }),
         }
+    }
+
+    /// Whether `other` describes the same result: every field but the command line (a
+    /// resumed or merged run is the same result under another command).
+    pub fn same_result(&self, other: &Manifest) -> bool {
+        Manifest { command_line: Vec::new(), ..self.clone() }
+            == Manifest { command_line: Vec::new(), ..other.clone() }
     }
 
     pub fn to_json(&self) -> Vec<u8> {

@@ -287,13 +287,13 @@ const NOSWEEP_COMPARISON: &str = "\
 retry-storm: 6 strategies, 1 point, 5 runs each; mean ± 95 % CI half-width; * = best in column
 in every row: server_calls = calls (within 0.1 %)
 
-strategy             success_rate    calls          amplification   completion_time_s  latency_p99_s   duplicates   recovery_time_s  metastable
-immediate            0.900 ± 0.002*  64900 ± 300*   1.300 ± 0.006*  50.48 ± 0.08*      0.456 ± 0.003*  3 ± 3*       0*               0*
-constant             0.33 ± 0.02     161000 ± 3000  3.23 ± 0.04     55.8 ± 0.4         6.05 ± 0.05     17700 ± 500  -                1
-exponential          0.37 ± 0.02     161000 ± 2000  3.22 ± 0.02     60                 10.08 ± 0.06    19600 ± 400  -                1
-full-jitter          0.335 ± 0.015   162000 ± 2000  3.24 ± 0.02     58.2 ± 0.5         8.19 ± 0.03     17600 ± 400  -                1
-equal-jitter         0.35 ± 0.02     162000 ± 2000  3.24 ± 0.03     59.2 ± 0.4         9.10 ± 0.02     18400 ± 400  -                1
-decorrelated-jitter  0.36 ± 0.02     157000 ± 2000  3.14 ± 0.03     60                 26.9 ± 0.2      20400 ± 200  -                1
+strategy             success_rate    calls          amplification   completion_time_s  latency_p99_s   duplicates   recovery_time_s      metastable
+immediate            0.900 ± 0.002*  64900 ± 300*   1.300 ± 0.006*  50.48 ± 0.08*      0.456 ± 0.003*  3 ± 3*       0*                   0*
+constant             0.33 ± 0.02     161000 ± 3000  3.23 ± 0.04     55.8 ± 0.4         6.05 ± 0.05     17700 ± 500  never (5 of 5 runs)  1
+exponential          0.37 ± 0.02     161000 ± 2000  3.22 ± 0.02     60                 10.08 ± 0.06    19600 ± 400  never (5 of 5 runs)  1
+full-jitter          0.335 ± 0.015   162000 ± 2000  3.24 ± 0.02     58.2 ± 0.5         8.19 ± 0.03     17600 ± 400  never (5 of 5 runs)  1
+equal-jitter         0.35 ± 0.02     162000 ± 2000  3.24 ± 0.03     59.2 ± 0.4         9.10 ± 0.02     18400 ± 400  never (5 of 5 runs)  1
+decorrelated-jitter  0.36 ± 0.02     157000 ± 2000  3.14 ± 0.03     60                 26.9 ± 0.2      20400 ± 200  never (5 of 5 runs)  1
   immediate: success rate 57 percentage points higher than constant (0.9 vs 0.327)
   immediate: 60 % fewer calls than full-jitter (64947 vs 161869)
   immediate: 60 % lower amplification than full-jitter (1.3 vs 3.24)
@@ -398,4 +398,146 @@ fn the_report_does_not_grow_with_the_runs() {
         "latency chart: {latency_200} B at 200 runs, {latency_20k} B at 20,000"
     );
     assert!(html_20k < 2 * html_200, "report.html: {html_200} B at 200 runs, {html_20k} B at 20,000");
+}
+
+/// A shipped result folder (read in place: reading writes nothing).
+fn shipped(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("results").join(name)
+}
+
+/// summary.csv as maps from column to cell.
+fn summary_rows(dir: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut reader = csv::Reader::from_path(dir.join("summary.csv")).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| header.iter().cloned().zip(r.unwrap().iter().map(String::from)).collect())
+        .collect()
+}
+
+/// The verdict's paragraph of one strategy.
+fn paragraph<'t>(text: &'t str, strategy: &str) -> &'t str {
+    let start = format!("- {strategy}: ");
+    text.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("no line for {strategy}:\n{text}"))
+}
+
+#[test]
+fn verdict_sentences_of_shipped_experiments_are_golden_and_match_the_numbers() {
+    use retrysim::report::{VerdictOptions, verdict};
+    let golden_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verdict");
+    for name in ["retry-storm", "metastable", "budgets-vs-breakers"] {
+        let set = ResultSet::read_dir(&shipped(name)).unwrap();
+        let text = verdict(&set, &VerdictOptions::default()).unwrap().text();
+        let golden = std::fs::read_to_string(golden_dir.join(format!("{name}.txt"))).unwrap();
+        assert_eq!(text, golden, "{name}: the verdict changed; got:\n{text}");
+        // One paragraph per strategy, in the folder's order.
+        assert_eq!(text.lines().count(), 1 + set.strategies.len(), "{name}");
+    }
+
+    // The flagship (no sweep): never-recovered counts are runs.csv's, not guessed.
+    let dir = shipped("retry-storm");
+    let text = verdict(&ResultSet::read_dir(&dir).unwrap(), &VerdictOptions::default()).unwrap().text();
+    let mut never: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    let mut reader = csv::Reader::from_path(dir.join("runs.csv")).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let (s, rec, meta) = (col("strategy"), col("recovery_time_s"), col("metastable"));
+    for r in reader.records() {
+        let r = r.unwrap();
+        let e = never.entry(r[s].to_string()).or_default();
+        e.1 += u32::from(!r[meta].is_empty());
+        e.0 += u32::from(r[rec].is_empty() && !r[meta].is_empty());
+    }
+    for (strategy, (k, n)) in &never {
+        let line = paragraph(&text, strategy);
+        match (k, n) {
+            (0, _) => assert!(!line.contains("never"), "{line}"),
+            (k, n) if k == n => {
+                assert!(line.contains(&format!("never recovered ({k} of {n} runs)")), "{line}")
+            }
+            (k, n) => assert!(line.contains(&format!("never in {k} of {n} runs")), "{line}"),
+        }
+    }
+    assert!(never.values().any(|&(k, _)| k > 0), "the flagship has never-recovered runs");
+
+    // The two-key sweeps: each strategy's metastable cell count and worst success rate are
+    // summary.csv's.
+    for name in ["metastable", "budgets-vs-breakers"] {
+        let dir = shipped(name);
+        let text = verdict(&ResultSet::read_dir(&dir).unwrap(), &VerdictOptions::default()).unwrap().text();
+        let rows = summary_rows(&dir);
+        let strategies: Vec<String> = {
+            let mut s: Vec<String> = rows.iter().map(|r| r["strategy"].clone()).collect();
+            s.dedup();
+            s.sort();
+            s.dedup();
+            s
+        };
+        for strategy in &strategies {
+            let mine: Vec<&BTreeMap<String, String>> =
+                rows.iter().filter(|r| &r["strategy"] == strategy).collect();
+            let storm = mine.iter().filter(|r| r["metastable"].parse::<f64>().is_ok_and(|v| v > 0.0)).count();
+            let line = paragraph(&text, strategy);
+            if storm > 0 {
+                assert!(line.contains(&format!("metastable in {storm} of {} cells", mine.len())), "{line}");
+            } else {
+                assert!(!line.contains("cells (in") && !line.contains("metastable in 0"), "{line}");
+            }
+            let worst =
+                mine.iter().map(|r| r["success_rate"].parse::<f64>().unwrap()).fold(f64::INFINITY, f64::min);
+            assert!(
+                line.contains(&format!(": success {}", retrysim::stats::sig(worst, 3))),
+                "{strategy}: worst success {worst}: {line}"
+            );
+        }
+    }
+    let text = verdict(&ResultSet::read_dir(&shipped("metastable")).unwrap(), &VerdictOptions::default())
+        .unwrap()
+        .text();
+    assert!(
+        paragraph(&text, "immediate").contains("metastable in 4 of 6 cells (in 88 % to 100 % of the runs): every cell with server.faults[0].duration >= 4s"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_reference_point_is_chosen_by_key_and_value() {
+    use retrysim::report::{VerdictOptions, verdict, verdict::parse_reference};
+    let set = ResultSet::read_dir(&shipped("metastable")).unwrap();
+    let opts = VerdictOptions {
+        reference: vec![parse_reference("server.faults[0].duration=4s").unwrap()],
+        ..Default::default()
+    };
+    let text = verdict(&set, &opts).unwrap().text();
+    assert!(text.contains("reference point (server.faults[0].duration = 4s, server.drop_expired = false: chosen with --reference)"), "{text}");
+    // no-retries at (4s, false): success 0.985 in summary.csv.
+    assert!(paragraph(&text, "no-retries").contains("at the reference: success 0.985"), "{text}");
+    // A duration written another way names the same point.
+    let same = VerdictOptions {
+        reference: vec![parse_reference("server.faults[0].duration=4000ms").unwrap()],
+        ..Default::default()
+    };
+    assert_eq!(verdict(&set, &same).unwrap().strategies, verdict(&set, &opts).unwrap().strategies);
+    for (bad, why) in [
+        ("server.fault.duration=4s", "did you mean `server.faults[0].duration`?"),
+        ("server.faults[0].duration=5s", "no sweep point has these values"),
+    ] {
+        let opts = VerdictOptions { reference: vec![parse_reference(bad).unwrap()], ..Default::default() };
+        let e = verdict(&set, &opts).unwrap_err().to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+    assert!(parse_reference("nokey").is_err());
+}
+
+#[test]
+fn never_recovered_is_never_shown_blank_or_zero() {
+    let dir = copy_fixture("storm-nosweep");
+    let set = ResultSet::read_dir(dir.path()).unwrap();
+    let text = comparison(&set, &CompareOptions::default());
+    render_report(dir.path(), &ReportOptions::default()).unwrap();
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    // Five strategies never recovered in any of their 5 runs (summary.csv's empty cells).
+    assert_eq!(text.matches("never (5 of 5 runs)").count(), 5, "{text}");
+    assert!(html.matches("never (5 of 5 runs)").count() >= 10, "comparison and summary table");
+    assert!(!html.contains("<td></td>"), "no blank cell in report.html");
 }

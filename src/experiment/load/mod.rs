@@ -41,6 +41,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
     // `[tune]` is `retrysim tune`'s question, not part of a run: kept with the tree it will
     // change, for the tune layer to check.
     let tune = tree.remove("tune");
+    let tune_text = tune.clone();
     let axes = sweep.axes(origin)?;
     let count = point_count(&axes, origin)?;
     let mut points = Vec::with_capacity(count);
@@ -71,6 +72,12 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         description: description(text),
         source: text.to_owned(),
         overrides: overrides.describe(),
+        effective_toml: if overrides.set.is_empty() {
+            String::new()
+        } else {
+            effective_toml(&tree, &sweep, tune_text.as_ref())
+        },
+        command_line: Vec::new(),
         fingerprint: fingerprint(text, &overrides.describe()),
         seed: first.seed,
         runs: first.runs,
@@ -80,6 +87,26 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         skipped,
         tune,
     })
+}
+
+/// The tree after `--set`, with its sweep and `[tune]` put back, as TOML: what a report shows
+/// as the experiment that ran.
+fn effective_toml(tree: &Table, sweep: &Sweep, tune: Option<&Value>) -> String {
+    let mut all = tree.clone();
+    if !sweep.entries.is_empty() || sweep.skip_invalid {
+        let mut table = Table::new();
+        for (key, value) in &sweep.entries {
+            table.insert(key.clone(), value.clone());
+        }
+        if sweep.skip_invalid {
+            table.insert("skip_invalid".into(), Value::Boolean(true));
+        }
+        all.insert("sweep".into(), Value::Table(table));
+    }
+    if let Some(tune) = tune {
+        all.insert("tune".into(), tune.clone());
+    }
+    toml::to_string(&all).unwrap_or_else(|e| format!("# cannot print the experiment as TOML: {e}\n"))
 }
 
 /// Why [`spec_with`] refused a set of changes.

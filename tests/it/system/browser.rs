@@ -45,6 +45,24 @@ fn url(p: &Path) -> String {
     format!("file://{}", p.canonicalize().unwrap().display())
 }
 
+/// A screenshot of `page` in a window of `size` into `shot`, checked: that size, and not
+/// blank (more than 50 colours).
+fn screenshot(page: &Path, size: (u32, u32), shot: &Path) {
+    run_chromium(&[
+        format!("--window-size={},{}", size.0, size.1),
+        format!("--screenshot={}", shot.display()),
+        url(page),
+    ]);
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), size, "the screenshot's size");
+    let bpp = info.line_size / info.width as usize;
+    let colours: std::collections::BTreeSet<&[u8]> = buf[..info.buffer_size()].chunks(bpp).collect();
+    assert!(colours.len() > 50, "the screenshot has {} colours: blank page?", colours.len());
+}
+
 /// Console lines (errors, warnings, logs) that the page caused.
 fn console_lines(stderr: &str) -> Vec<&str> {
     stderr.lines().filter(|l| l.contains(":CONSOLE")).collect()
@@ -91,19 +109,87 @@ fn report_loads_in_a_browser_with_every_chart_visible() {
 
     // 3. A screenshot of the top of the page (title, facts, comparison, table) is not blank.
     let shot = tmp.path().join("shot.png");
-    run_chromium(&[
-        "--window-size=800,1400".into(),
-        format!("--screenshot={}", shot.display()),
-        url(&report),
-    ]);
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let bpp = info.line_size / info.width as usize;
-    let colours: std::collections::BTreeSet<&[u8]> = buf[..info.buffer_size()].chunks(bpp).collect();
-    assert!(colours.len() > 50, "the screenshot has {} colours: blank page?", colours.len());
+    screenshot(&report, (800, 1400), &shot);
     if let Ok(keep) = std::env::var("RETRYSIM_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
+}
+
+/// The first screen of a two-key sweep with a metastable region: a small experiment
+/// (tests/fixtures/storm-grid.toml, 2 s to run) run with `--set`, opened at 1200 x 900.
+#[test]
+fn the_first_screen_names_the_metastable_cells_and_the_page_shows_what_ran() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("grid");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/storm-grid.toml");
+    // A change that leaves the results alone (the file's value), to see it reported.
+    let run = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("run")
+        .arg(&file)
+        .args(["--quiet", "--threads", "2", "--set", "client.max_attempts=4", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    // The cells the verdict must name: summary.csv's metastable cells of `immediate`.
+    let mut reader = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let (s, m, d, t) =
+        (col("strategy"), col("metastable"), col("server.faults[0].duration"), col("client.timeout"));
+    let mut storm = Vec::new();
+    for r in reader.records() {
+        let r = r.unwrap();
+        if &r[s] == "immediate" && r[m].parse::<f64>().unwrap() > 0.0 {
+            storm.push((r[d].to_string(), r[t].to_string()));
+        }
+        if &r[s] == "no-retries" {
+            assert_eq!(&r[m], "0", "no-retries is never metastable here");
+        }
+    }
+    let expected: Vec<(String, String)> = [("1s", "300ms"), ("3s", "300ms"), ("6s", "300ms"), ("6s", "2s")]
+        .map(|(a, b)| (a.into(), b.into()))
+        .to_vec();
+    assert_eq!(storm, expected, "the fixture's metastable region changed");
+    let sentence = "metastable in 4 of 6 cells: every cell with server.faults[0].duration <= 3s and \
+                    client.timeout = 300ms, and every cell with server.faults[0].duration = 6s";
+
+    // The verdict's place on the page, from layout: a probe script writes its box and text.
+    let report = out.join("report.html");
+    let html = std::fs::read_to_string(&report).unwrap();
+    let probe = "<script>const v = document.getElementById('verdict').getBoundingClientRect(); \
+                 const e = document.getElementById('experiment'); \
+                 document.body.setAttribute('data-verdict', Math.round(v.top) + ' ' + Math.round(v.bottom)); \
+                 document.body.setAttribute('data-first-screen', Array.from(document.querySelectorAll('#verdict li')) \
+                 .filter(li => li.getBoundingClientRect().bottom <= 900).map(li => li.textContent).join(' | ')); \
+                 document.body.setAttribute('data-experiment', e.textContent.replace(/\"/g, \"'\"));</script></body>";
+    let probed = out.join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", probe)).unwrap();
+    let (dom, stderr) = run_chromium(&["--window-size=1200,900".into(), "--dump-dom".into(), url(&probed)]);
+    assert!(console_lines(&stderr).is_empty(), "console messages:\n{}", console_lines(&stderr).join("\n"));
+    let attr = |name: &str| -> String {
+        let start = format!("{name}=\"");
+        let rest = dom.split(&start).nth(1).unwrap_or_else(|| panic!("the probe did not set {name}"));
+        rest.split('"').next().unwrap().replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    };
+    let verdict_box: Vec<i64> = attr("data-verdict").split(' ').map(|v| v.parse().unwrap()).collect();
+    assert!(verdict_box[1] <= 900, "the verdict ends at {} px, below the first screen", verdict_box[1]);
+    let first_screen = attr("data-first-screen");
+    assert!(first_screen.contains("immediate: worst at"), "{first_screen}");
+    assert!(
+        first_screen.contains(sentence),
+        "the first screen does not name the metastable cells:\n{first_screen}"
+    );
+    assert!(first_screen.contains("no-retries: "), "{first_screen}");
+
+    // The experiment section: the command line, the change, and the experiment as run.
+    let experiment = attr("data-experiment");
+    assert!(experiment.contains("--set client.max_attempts=4"), "{experiment}");
+    assert!(experiment.contains("changes against the file--set client.max_attempts=4"), "{experiment}");
+    assert!(experiment.contains("The experiment as run, every change applied"), "{experiment}");
+    assert!(experiment.contains("retrysim run"), "the command line: {experiment}");
+
+    // A screenshot of the first screen is not blank.
+    screenshot(&report, (1200, 900), &tmp.path().join("first-screen.png"));
 }
