@@ -139,25 +139,11 @@ pub fn metric_bounds(name: &str) -> (f64, Option<f64>) {
     (0.0, fraction.then_some(1.0))
 }
 
-/// Runs of one cell that never recovered (`recovery_time_s` empty, `metastable` measured),
-/// and the runs measured: `Some((never, measured))` when at least one never recovered. Read
-/// from runs.csv's counts, or from summary.csv's `metastable` fraction when runs.csv has no
-/// row for the cell. An empty `recovery_time_s` is never drawn as a time: these runs are
-/// drawn as "never".
+/// Runs of one cell that never recovered and the runs measured, when at least one never
+/// recovered ([`ResultSet::never_recovered`]): an empty `recovery_time_s` is never drawn as a
+/// time, these runs are drawn as "never".
 pub fn never_recovered(set: &ResultSet, point: usize, strategy: usize) -> Option<(u64, u64)> {
-    let rec = set.metric_index("recovery_time_s")?;
-    let meta = set.metric_index("metastable")?;
-    let (never, measured) = match set.runs.get(&(point, strategy)) {
-        Some(cell) if cell.rows > 0 => {
-            (cell.with_value[meta].saturating_sub(cell.with_value[rec]), cell.with_value[meta])
-        }
-        _ => {
-            let row = set.summary_row(point, strategy)?;
-            let fraction = row.mean[meta]?;
-            ((fraction * row.runs as f64).round() as u64, row.runs)
-        }
-    };
-    (never > 0).then_some((never, measured))
+    set.never_recovered(point, strategy).filter(|&(never, _)| never > 0)
 }
 
 /// DejaVu Sans 2.37 (Bitstream Vera license, `assets/fonts/DejaVuSans-LICENSE.txt`).
