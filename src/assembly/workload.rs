@@ -1,7 +1,8 @@
 //! `[workload]` in engine units.
 
-use crate::experiment::WorkloadSpec;
-use crate::model::workload::{OpenArrivals, Workload};
+use super::dist::dist;
+use crate::experiment::{ArrivalsSpec, WorkloadSpec};
+use crate::model::workload::{OpenArrivals, Spacing, Streams, Workload};
 
 pub fn workload(spec: &WorkloadSpec) -> Workload {
     match spec {
@@ -11,13 +12,22 @@ pub fn workload(spec: &WorkloadSpec) -> Workload {
             think: think_time.span(),
             ramp: ramp.span(),
         },
-        WorkloadSpec::Open { rate, duration, schedule, clients } => Workload::Open {
-            arrivals: OpenArrivals::new(
-                *rate,
-                duration.span(),
-                &schedule.iter().map(|s| (s.at.span(), s.rate)).collect::<Vec<_>>(),
-            ),
-            clients: *clients,
-        },
+        WorkloadSpec::Open { rate, duration, schedule, clients, arrivals, first_call } => {
+            let spacing = if *arrivals == ArrivalsSpec::Fixed { Spacing::Fixed } else { Spacing::Poisson };
+            let streams = match arrivals {
+                ArrivalsSpec::PerClient => Streams::PerClient { first_call: first_call.as_ref().map(dist) },
+                ArrivalsSpec::Poisson | ArrivalsSpec::Fixed => Streams::Fleet,
+            };
+            Workload::Open {
+                arrivals: OpenArrivals::spaced(
+                    spacing,
+                    *rate,
+                    duration.span(),
+                    &schedule.iter().map(|s| (s.at.span(), s.rate)).collect::<Vec<_>>(),
+                ),
+                clients: *clients,
+                streams,
+            }
+        }
     }
 }

@@ -71,7 +71,7 @@ fn point(p: &Point, threads: usize) -> Cost {
             let n = *clients as f64;
             (n * *ops_per_client as f64, n, n, "workload.clients")
         }
-        WorkloadSpec::Open { rate, duration, schedule, clients } => {
+        WorkloadSpec::Open { rate, duration, schedule, clients, .. } => {
             let end = duration.span().as_secs_f64().min(horizon_s);
             let ops = arrivals(*rate, schedule.iter().map(|s| (s.at.span().as_secs_f64(), s.rate)), end);
             let peak_rate = schedule.iter().map(|s| s.rate).fold(*rate, f64::max);

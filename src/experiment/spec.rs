@@ -46,8 +46,31 @@ pub struct OutputSpec {
 pub enum WorkloadSpec {
     /// `clients` clients each run `ops_per_client` operations back to back.
     Closed { clients: u32, ops_per_client: u32, think_time: Duration, ramp: Duration },
-    /// Poisson arrivals at `rate` per second for `duration`.
-    Open { rate: f64, duration: Duration, schedule: Vec<RateStep>, clients: u32 },
+    /// Arrivals at `rate` per second for `duration`.
+    Open {
+        rate: f64,
+        duration: Duration,
+        schedule: Vec<RateStep>,
+        clients: u32,
+        #[serde(default)]
+        arrivals: ArrivalsSpec,
+        /// `arrivals = "per-client"` only: each client's first call, at a draw of this.
+        #[serde(default)]
+        first_call: Option<DistSpec>,
+    },
+}
+
+/// How an open workload's operations arrive (`[workload] arrivals`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArrivalsSpec {
+    /// One Poisson stream for the fleet, each arrival given to a client drawn at random.
+    #[default]
+    Poisson,
+    /// Each client its own Poisson stream at `rate / clients`.
+    PerClient,
+    /// One arrival every `1 / rate`.
+    Fixed,
 }
 
 #[derive(Clone, Debug, Deserialize)]

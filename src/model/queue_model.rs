@@ -29,7 +29,7 @@ use super::network::Network;
 use super::server::idempotency::{KeyMode, KeyTag};
 use super::server::workers::Next;
 use super::server::{Arrival, Reply, Request, Server, ServerParams};
-use super::workload::{OpenArrivals, StartTimes, Workload};
+use super::workload::{OpenArrivals, StartTimes, Streams, Workload};
 use super::workspace::Leftovers;
 use crate::engine::rng::u01;
 use crate::engine::rng::{Stream, stream};
@@ -145,7 +145,10 @@ struct QueueModel<const PLAIN: bool> {
     /// dedup store).
     keys: KeyMode,
     arrivals_rng: Xoshiro256PlusPlus,
-    open: Option<(OpenArrivals, u32)>,
+    /// Open workloads: the arrivals (one client's share with per-client streams), the number
+    /// of clients, and whether each client has its own stream (an arrival's `a` is then its
+    /// client).
+    open: Option<(OpenArrivals, u32, bool)>,
     /// Closed workloads: the clients' first start times (none for open workloads).
     first_starts: StartTimes,
     /// The strategy's gateway layers, if it has any.
@@ -222,11 +225,25 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
             }
             model.first_starts = starts;
         }
-        Workload::Open { arrivals, clients } => {
+        Workload::Open { arrivals, clients, streams: Streams::Fleet } => {
             if let Some(t) = arrivals.next_after(Instant::ZERO, &mut model.arrivals_rng) {
                 sched.schedule_at(t, Ev::OPEN_ARRIVAL);
             }
-            model.open = Some((arrivals.clone(), *clients));
+            model.open = Some((arrivals.clone(), *clients, false));
+        }
+        Workload::Open { arrivals, clients, streams: Streams::PerClient { first_call } } => {
+            // Each client's first event: its wake-up (a call), or its stream's first arrival.
+            let own = arrivals.scaled(1.0 / f64::from(*clients));
+            for client in 0..*clients {
+                let first = match first_call {
+                    Some(wake) => Some(Instant::ZERO + wake.sample(&mut model.arrivals_rng)),
+                    None => own.next_after(Instant::ZERO, &mut model.arrivals_rng),
+                };
+                if let Some(t) = first {
+                    sched.schedule_at(t, Ev::of(Kind::OpenArrival, client, 0, 0));
+                }
+            }
+            model.open = Some((own, *clients, true));
         }
     }
     engine::run(&mut model, &mut sched, horizon);
@@ -257,10 +274,18 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
         let Ev { kind, a, b, c, .. } = ev;
         match kind {
             Kind::OpenArrival => {
-                let (arrivals, n) = self.open.as_ref().expect("open arrivals exist in an open workload");
-                let client = if *n > 1 { (u01(&mut self.arrivals_rng) * *n as f64) as u32 } else { 0 };
+                let (arrivals, n, per_client) =
+                    self.open.as_ref().expect("open arrivals exist in an open workload");
+                let client = if *per_client {
+                    a
+                } else if *n > 1 {
+                    (u01(&mut self.arrivals_rng) * *n as f64) as u32
+                } else {
+                    0
+                };
                 if let Some(t) = arrivals.next_after(now, &mut self.arrivals_rng) {
-                    s.schedule_at(t, Ev::OPEN_ARRIVAL);
+                    let own = if *per_client { client } else { 0 };
+                    s.schedule_at(t, Ev::of(Kind::OpenArrival, own, 0, 0));
                 }
                 let op = self.clients.start::<PLAIN>(client, now, &mut self.rec);
                 self.send(op, s);

@@ -1,21 +1,40 @@
-//! Who calls and when (DESIGN §3.1): the closed herd of clients, or open Poisson arrivals
-//! generated one at a time as the run goes (never materialised up front).
+//! Who calls and when (DESIGN §3.1): the closed herd of clients, or open arrivals (Poisson or
+//! at fixed intervals, for the fleet or per client) generated one at a time as the run goes
+//! (never materialised up front).
 
+use super::dist::Dist;
 use crate::engine::rng::u01;
 use crate::engine::{Instant, NS_PER_S, Span};
 use rand::Rng;
 use rand_distr::{Distribution, Exp1};
 
-/// Open-loop arrivals: a Poisson process whose rate is piecewise constant.
+/// How the arrivals of an open workload are spaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spacing {
+    /// Exponential gaps: a Poisson process.
+    Poisson,
+    /// Exactly `1 / rate` apart (rounded to the nanosecond), the first `1 / rate` after the
+    /// start of its rate step, as a load generator inserting on a timer (the OSDI '22
+    /// experiment's client inserts every 75,000 ns).
+    Fixed,
+}
+
+/// Open-loop arrivals: a Poisson process, or a fixed-interval one, whose rate is piecewise
+/// constant.
 #[derive(Clone, Debug)]
 pub struct OpenArrivals {
     /// `(from, rate per second)`, `from` strictly increasing, the first at 0.
     steps: Vec<(Instant, f64)>,
     end: Instant,
+    spacing: Spacing,
 }
 
 impl OpenArrivals {
     pub fn new(rate: f64, duration: Span, schedule: &[(Span, f64)]) -> OpenArrivals {
+        OpenArrivals::spaced(Spacing::Poisson, rate, duration, schedule)
+    }
+
+    pub fn spaced(spacing: Spacing, rate: f64, duration: Span, schedule: &[(Span, f64)]) -> OpenArrivals {
         let mut steps = vec![(Instant::ZERO, rate)];
         for &(at, r) in schedule {
             let at = Instant::ZERO + at;
@@ -25,13 +44,24 @@ impl OpenArrivals {
                 steps.push((at, r));
             }
         }
-        OpenArrivals { steps, end: Instant::ZERO + duration }
+        OpenArrivals { steps, end: Instant::ZERO + duration, spacing }
+    }
+
+    /// The same schedule with every rate multiplied by `factor` (one client's share of a
+    /// fleet's rate).
+    pub fn scaled(&self, factor: f64) -> OpenArrivals {
+        let steps = self.steps.iter().map(|&(from, r)| (from, r * factor)).collect();
+        OpenArrivals { steps, end: self.end, spacing: self.spacing }
     }
 
     /// The first arrival strictly after `now` (or at 0 for the first call with `now = 0`),
     /// `None` once past the workload's duration. Memorylessness makes it exact across rate
     /// changes: a draw that overshoots the next change is discarded and redrawn from there.
+    /// At fixed spacing: the next multiple of the gap after the start of the step, no draw.
     pub fn next_after<R: Rng + ?Sized>(&self, now: Instant, rng: &mut R) -> Option<Instant> {
+        if self.spacing == Spacing::Fixed {
+            return self.next_fixed_after(now);
+        }
         let mut t = now;
         let mut i = self.steps.partition_point(|&(from, _)| from <= t).saturating_sub(1);
         loop {
@@ -51,6 +81,38 @@ impl OpenArrivals {
             i += 1;
         }
     }
+
+    fn next_fixed_after(&self, now: Instant) -> Option<Instant> {
+        let mut t = now.as_ns();
+        let mut i = self.steps.partition_point(|&(from, _)| from.as_ns() <= t).saturating_sub(1);
+        loop {
+            let (from, rate) = (self.steps[i].0.as_ns(), self.steps[i].1);
+            let boundary = self.steps.get(i + 1).map_or(self.end, |s| s.0.min(self.end)).as_ns();
+            if rate > 0.0 {
+                let gap = (NS_PER_S / rate).round().max(1.0) as u64;
+                let next = ((t - from) / gap + 1).checked_mul(gap).and_then(|d| d.checked_add(from));
+                if let Some(next) = next.filter(|&n| n < boundary) {
+                    return Some(Instant::from_ns(next));
+                }
+            }
+            if boundary >= self.end.as_ns() {
+                return None;
+            }
+            t = boundary;
+            i += 1;
+        }
+    }
+}
+
+/// Whose arrivals an open workload's stream is.
+#[derive(Clone, Debug)]
+pub enum Streams {
+    /// One stream for the fleet; each arrival goes to a client drawn uniformly.
+    Fleet,
+    /// Each client its own stream at the fleet's rate / clients (Brooker's retry_sim: every
+    /// client a Poisson source). With `first_call`, each client first wakes at a draw of it,
+    /// makes one call then, and its stream starts from there.
+    PerClient { first_call: Option<Dist> },
 }
 
 /// Start times of a closed workload's clients, generated in increasing order one at a time, so
@@ -95,7 +157,7 @@ impl StartTimes {
 #[derive(Clone, Debug)]
 pub enum Workload {
     Closed { clients: u32, ops_per_client: u32, think: Span, ramp: Span },
-    Open { arrivals: OpenArrivals, clients: u32 },
+    Open { arrivals: OpenArrivals, clients: u32, streams: Streams },
 }
 
 impl Workload {
@@ -169,6 +231,32 @@ mod tests {
             std::iter::from_fn(|| herd.next(&mut r)).collect::<Vec<_>>(),
             vec![(0, Instant::ZERO), (1, Instant::ZERO), (2, Instant::ZERO)]
         );
+    }
+
+    #[test]
+    fn fixed_spacing_is_exact_across_rate_steps() {
+        // 4/s for 1 s, then 2/s until 2 s: 0.25, 0.5, 0.75 s, then 1.5 s (the step restarts
+        // its spacing at 1 s; 2 s itself is the end, excluded).
+        let a = OpenArrivals::spaced(Spacing::Fixed, 4.0, secs(2), &[(secs(1), 2.0)]);
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(1);
+        let (mut t, mut got) = (Instant::ZERO, Vec::new());
+        while let Some(next) = a.next_after(t, &mut r) {
+            got.push(next.as_ns());
+            t = next;
+        }
+        assert_eq!(got, vec![S / 4, S / 2, 3 * S / 4, S + S / 2]);
+        // A fixed stream draws nothing: the generator is where it was.
+        let mut fresh = Xoshiro256PlusPlus::seed_from_u64(1);
+        assert_eq!(r.next_u64(), fresh.next_u64());
+    }
+
+    #[test]
+    fn scaled_arrivals_keep_the_schedule() {
+        let a = OpenArrivals::new(1000.0, secs(20), &[(secs(10), 3000.0)]).scaled(0.1);
+        let (base, _) = count(&a, 0, 10 * S, 2);
+        let (spike, _) = count(&a, 10 * S, 20 * S, 2);
+        assert!((base as f64 - 1_000.0).abs() < 5.0 * 31.7, "{base}");
+        assert!((spike as f64 - 3_000.0).abs() < 5.0 * 54.8, "{spike}");
     }
 
     #[test]

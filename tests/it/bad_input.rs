@@ -115,6 +115,30 @@ fn cases() -> Vec<Case> {
             stderr: &["not valid TOML", "line 2, column"],
         },
         Case {
+            what: "fixed-interval arrivals with a closed workload",
+            text: replaced("clients = 20\n", "clients = 20\narrivals = \"fixed\"\n"),
+            args: &[],
+            stderr: &["`workload.arrivals`"],
+        },
+        Case {
+            what: "a first call without per-client streams",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20\n",
+                "kind = \"open\"\nrate = 10.0\nduration = \"5s\"\nfirst_call = { dist = \"exponential\", mean = \"10ms\" }\n",
+            ),
+            args: &[],
+            stderr: &["`workload.first_call`", "arrivals = \"per-client\""],
+        },
+        Case {
+            what: "an unknown arrival process",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20\n",
+                "kind = \"open\"\nrate = 10.0\nduration = \"5s\"\narrivals = \"perclient\"\n",
+            ),
+            args: &[],
+            stderr: &["`workload.arrivals`", "per-client"],
+        },
+        Case {
             what: "a --set key that does not exist",
             text: valid(),
             args: &["--set", "server.concurency=5"],

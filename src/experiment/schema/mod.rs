@@ -344,7 +344,7 @@ pub static WORKLOAD: Tagged = Tagged {
         },
         Variant {
             kind: "open",
-            doc: "operations arrive as a Poisson process",
+            doc: "operations arrive at a rate: a Poisson process, per-client Poisson streams, or at fixed intervals",
             fields: &[
                 f("rate", Ty::Num, Required, "Poisson arrivals per second")
                     .range(Range::AtLeast(0.0))
@@ -368,6 +368,19 @@ pub static WORKLOAD: Tagged = Tagged {
                 .range(Range::AtLeast(1.0))
                 .message("must be at least 1")
                 .rules("<= 100000000"),
+                f(
+                    "arrivals",
+                    Ty::Choice(&["poisson", "per-client", "fixed"]),
+                    Value("\"poisson\""),
+                    "`poisson`: one stream for the fleet, each arrival given to a client at random; `per-client`: each client its own Poisson stream at rate / clients (Brooker's retry_sim); `fixed`: one arrival every 1 / rate",
+                ),
+                f(
+                    "first_call",
+                    Ty::Tagged(&DIST),
+                    Absent("none"),
+                    "`per-client` only: each client makes one call when it first wakes, at a draw of this, and its stream starts then (retry_sim: exponential, mean 10ms)",
+                )
+                .rules("only with arrivals = \"per-client\""),
             ],
         },
     ],

@@ -8,8 +8,8 @@ use super::IdempotencyMode;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
-    BackoffSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus, NamedFailure, PolicySpec,
-    QueueServerSpec, ServerSpec, Strategy, WorkloadSpec,
+    ArrivalsSpec, BackoffSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus, NamedFailure,
+    PolicySpec, QueueServerSpec, ServerSpec, Strategy, WorkloadSpec,
 };
 
 /// A refused key and why; the origin is added once, at the end.
@@ -83,7 +83,17 @@ fn workload(w: &WorkloadSpec) -> Check {
             }
             Ok(())
         }
-        WorkloadSpec::Open { rate, schedule, clients, .. } => {
+        WorkloadSpec::Open { rate, schedule, clients, arrivals, first_call, .. } => {
+            if first_call.is_some() && *arrivals != ArrivalsSpec::PerClient {
+                fail(
+                    "workload.first_call",
+                    "a first call at each client's wake-up needs each client's own stream: set \
+                     arrivals = \"per-client\", or remove first_call",
+                )?;
+            }
+            if let Some(d) = first_call {
+                dist("workload.first_call", d)?;
+            }
             let mut previous: Option<Duration> = None;
             for (i, step) in schedule.iter().enumerate() {
                 if previous.is_some_and(|p| step.at <= p) {
