@@ -1,6 +1,7 @@
 //! `[workload]` in engine units.
 
 use super::dist::dist;
+use crate::engine::Instant;
 use crate::experiment::{ArrivalsSpec, WorkloadSpec};
 use crate::model::workload::{OpenArrivals, Spacing, Streams, Workload};
 
@@ -11,6 +12,12 @@ pub fn workload(spec: &WorkloadSpec) -> Workload {
             ops_per_client: *ops_per_client,
             think: think_time.span(),
             ramp: ramp.span(),
+        },
+        WorkloadSpec::Serial { clients, gap, duration, first_call } => Workload::Serial {
+            clients: *clients,
+            gap: dist(gap),
+            end: Instant::ZERO + duration.span(),
+            first_call: first_call.as_ref().map(dist),
         },
         WorkloadSpec::Open { rate, duration, schedule, clients, arrivals, first_call } => {
             let spacing = if *arrivals == ArrivalsSpec::Fixed { Spacing::Fixed } else { Spacing::Poisson };

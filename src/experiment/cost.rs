@@ -71,6 +71,11 @@ fn point(p: &Point, threads: usize) -> Cost {
             let n = *clients as f64;
             (n * *ops_per_client as f64, n, n, "workload.clients")
         }
+        // One operation in flight per client at most.
+        WorkloadSpec::Serial { clients, .. } => {
+            let n = *clients as f64;
+            (n, n, n, "workload.clients")
+        }
         WorkloadSpec::Open { rate, duration, schedule, clients, .. } => {
             let end = duration.span().as_secs_f64().min(horizon_s);
             let ops = arrivals(*rate, schedule.iter().map(|s| (s.at.span().as_secs_f64(), s.rate)), end);
@@ -94,7 +99,7 @@ fn point(p: &Point, threads: usize) -> Cost {
         0.0
     };
     let clients_bytes = match spec.workload {
-        WorkloadSpec::Closed { .. } => clients * PER_CLIENT,
+        WorkloadSpec::Closed { .. } | WorkloadSpec::Serial { .. } => clients * PER_CLIENT,
         WorkloadSpec::Open { .. } => 0.0,
     };
     let parts = [

@@ -46,6 +46,15 @@ pub struct OutputSpec {
 pub enum WorkloadSpec {
     /// `clients` clients each run `ops_per_client` operations back to back.
     Closed { clients: u32, ops_per_client: u32, think_time: Duration, ramp: Duration },
+    /// `clients` clients, each starting its next call at max(end of its previous call, that
+    /// call's start + a draw of `gap`), until `duration`.
+    Serial {
+        clients: u32,
+        gap: DistSpec,
+        duration: Duration,
+        #[serde(default)]
+        first_call: Option<DistSpec>,
+    },
     /// Arrivals at `rate` per second for `duration`.
     Open {
         rate: f64,

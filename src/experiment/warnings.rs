@@ -52,7 +52,7 @@ fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning
     let horizon = spec.horizon.as_ns();
     let mut warn = |key: String, message: String| out.push(Warning { key, message });
 
-    if let WorkloadSpec::Open { duration, .. } = spec.workload
+    if let WorkloadSpec::Open { duration, .. } | WorkloadSpec::Serial { duration, .. } = spec.workload
         && duration.as_ns() > horizon
     {
         warn(
@@ -88,8 +88,11 @@ fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning
         // Recovery needs HEALTHY_RUN whole seconds of load before the first fault and after
         // the last one (metrics::recovery). Known up front for open workloads only.
         let happening: Vec<_> = windows.iter().filter(|w| w.1 < horizon).collect();
-        if let (WorkloadSpec::Open { duration, .. }, Some(first), Some(last)) =
-            (&spec.workload, happening.iter().min_by_key(|w| w.1), happening.iter().max_by_key(|w| w.2))
+        if let (
+            WorkloadSpec::Open { duration, .. } | WorkloadSpec::Serial { duration, .. },
+            Some(first),
+            Some(last),
+        ) = (&spec.workload, happening.iter().min_by_key(|w| w.1), happening.iter().max_by_key(|w| w.2))
         {
             let load_end = duration.as_ns().min(horizon);
             if whole_seconds_before(first.1) < HEALTHY_RUN_S {

@@ -93,6 +93,10 @@ impl Clients {
             Workload::Closed { clients, ops_per_client, think, .. } => {
                 (vec![ops_per_client; clients as usize], think, clients as usize)
             }
+            // The model decides when a serial client's next call starts (and stops them).
+            Workload::Serial { clients, .. } => {
+                (vec![u32::MAX; clients as usize], Span::ZERO, clients as usize)
+            }
             Workload::Open { .. } => (Vec::new(), Span::ZERO, 1024),
         };
         ops.reset(capacity, with_extra);

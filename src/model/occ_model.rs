@@ -81,7 +81,7 @@ pub fn run<Q: EventQueue<Ev>>(inputs: RunInputs<'_, Q>) -> (RunMetrics, Q, Lefto
     let mut arrivals = stream(run_seed, Stream::Arrivals);
     let mut starts = match *workload {
         Workload::Closed { clients: n, ramp, .. } => StartTimes::new(n, ramp),
-        Workload::Open { .. } => StartTimes::new(0, Span::ZERO),
+        Workload::Open { .. } | Workload::Serial { .. } => StartTimes::new(0, Span::ZERO),
     };
     if let Some((client, at)) = starts.next(&mut arrivals) {
         sched.schedule_at(at, Ev::FirstStart { client });

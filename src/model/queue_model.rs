@@ -29,7 +29,7 @@ use super::network::Network;
 use super::server::idempotency::{KeyMode, KeyTag};
 use super::server::workers::Next;
 use super::server::{Arrival, Reply, Request, Server, ServerParams};
-use super::workload::{OpenArrivals, StartTimes, Streams, Workload};
+use super::workload::{OpenArrivals, SerialStarts, StartTimes, Streams, Workload};
 use super::workspace::Leftovers;
 use crate::engine::rng::u01;
 use crate::engine::rng::{Stream, stream};
@@ -151,6 +151,8 @@ struct QueueModel<const PLAIN: bool> {
     open: Option<(OpenArrivals, u32, bool)>,
     /// Closed workloads: the clients' first start times (none for open workloads).
     first_starts: StartTimes,
+    /// Serial workloads: when each client starts its next call (never plain).
+    serial: Option<SerialStarts>,
     /// The strategy's gateway layers, if it has any.
     gateways: Option<Gateways>,
 }
@@ -180,7 +182,10 @@ pub fn run<Q: EventQueue<Ev>>(
     inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
     let server = Server::new(server, inputs.run_seed);
-    if plain_copy && is_plain(&inputs.clients, &inputs.net, &server, inputs.gateways.is_some()) {
+    if plain_copy
+        && !matches!(inputs.workload, Workload::Serial { .. })
+        && is_plain(&inputs.clients, &inputs.net, &server, inputs.gateways.is_some())
+    {
         run_as::<true, Q>(server, inputs)
     } else {
         run_as::<false, Q>(server, inputs)
@@ -215,6 +220,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         arrivals_rng: stream(run_seed, Stream::Arrivals),
         open: None,
         first_starts: StartTimes::new(0, Span::ZERO),
+        serial: None,
         gateways,
     };
     match workload {
@@ -224,6 +230,18 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
                 sched.schedule_at(at, Ev::first_start(client));
             }
             model.first_starts = starts;
+        }
+        Workload::Serial { clients, gap, end, first_call } => {
+            let mut starts = SerialStarts::new(*clients, *gap, *end);
+            for client in 0..*clients {
+                let wake = first_call
+                    .as_ref()
+                    .map_or(Instant::ZERO, |d| Instant::ZERO + d.sample(&mut model.arrivals_rng));
+                if let Some(at) = starts.next(client, wake, &mut model.arrivals_rng) {
+                    sched.schedule_at(at, Ev::client_start(client));
+                }
+            }
+            model.serial = Some(starts);
         }
         Workload::Open { arrivals, clients, streams: Streams::Fleet } => {
             if let Some(t) = arrivals.next_after(Instant::ZERO, &mut model.arrivals_rng) {
@@ -653,7 +671,13 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
 
     #[inline]
     fn next_op<Q: EventQueue<Ev>>(&mut self, next: Option<NextOp>, s: &mut Scheduler<Ev, Q>) {
-        if let Some(NextOp { client, at }) = next {
+        if let Some(NextOp { client, mut at }) = next {
+            if !PLAIN && let Some(serial) = &mut self.serial {
+                match serial.next(client, at, &mut self.arrivals_rng) {
+                    Some(start) => at = start,
+                    None => return,
+                }
+            }
             s.schedule_at(at, Ev::client_start(client));
         }
     }

@@ -153,18 +153,64 @@ impl StartTimes {
     }
 }
 
+/// When serial clients start their calls: each call's start is remembered, and the next one
+/// starts at max(end of the call, its start + a draw of the gap), as `SerialClient.gen_load`
+/// in Brooker's retry_sim computes `next_t = t + max(0, Exp(rate) - t + last_call_start)`.
+#[derive(Clone, Debug)]
+pub struct SerialStarts {
+    gap: Dist,
+    end: Instant,
+    last_start: Vec<Instant>,
+}
+
+impl SerialStarts {
+    pub fn new(clients: u32, gap: Dist, end: Instant) -> SerialStarts {
+        SerialStarts { gap, end, last_start: vec![Instant::ZERO; clients as usize] }
+    }
+
+    /// When `client`, free from `now` on, starts its next call (`None`: at or after the end).
+    pub fn next<R: Rng + ?Sized>(&mut self, client: u32, now: Instant, rng: &mut R) -> Option<Instant> {
+        let last = &mut self.last_start[client as usize];
+        let at = now.max(*last + self.gap.sample(rng));
+        (at < self.end).then(|| {
+            *last = at;
+            at
+        })
+    }
+}
+
 /// The workload in engine units.
 #[derive(Clone, Debug)]
 pub enum Workload {
-    Closed { clients: u32, ops_per_client: u32, think: Span, ramp: Span },
-    Open { arrivals: OpenArrivals, clients: u32, streams: Streams },
+    Closed {
+        clients: u32,
+        ops_per_client: u32,
+        think: Span,
+        ramp: Span,
+    },
+    Open {
+        arrivals: OpenArrivals,
+        clients: u32,
+        streams: Streams,
+    },
+    /// Each client one call at a time, the next starting at max(end of the previous call, its
+    /// start + a draw of `gap`), none at or after `end` (Brooker's `SerialClient`). The first
+    /// starts at max(a draw of `first_call`, a draw of `gap`), as if a call had started at 0.
+    Serial {
+        clients: u32,
+        gap: Dist,
+        end: Instant,
+        first_call: Option<Dist>,
+    },
 }
 
 impl Workload {
     /// Client processes (each has its own jitter stream).
     pub fn clients(&self) -> u32 {
         match *self {
-            Workload::Closed { clients, .. } | Workload::Open { clients, .. } => clients,
+            Workload::Closed { clients, .. }
+            | Workload::Open { clients, .. }
+            | Workload::Serial { clients, .. } => clients,
         }
     }
 }

@@ -139,6 +139,26 @@ fn cases() -> Vec<Case> {
             stderr: &["`workload.arrivals`", "per-client"],
         },
         Case {
+            what: "a serial workload on the OCC server",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20\n",
+                "kind = \"serial\"\nclients = 20\ngap = { dist = \"exponential\", mean = \"100ms\" }\nduration = \"5s\"\n",
+            )
+            .replace("concurrency = 4\n", "kind = \"occ\"\n")
+            .replace("service_time = { dist = \"exponential\", mean = \"10ms\" }\nqueue = 0\n", ""),
+            args: &[],
+            stderr: &["`workload.kind`", "closed workloads only"],
+        },
+        Case {
+            what: "a serial workload without its gap",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20\n",
+                "kind = \"serial\"\nclients = 20\nduration = \"5s\"\n",
+            ),
+            args: &[],
+            stderr: &["`workload.gap`"],
+        },
+        Case {
             what: "a --set key that does not exist",
             text: valid(),
             args: &["--set", "server.concurency=5"],

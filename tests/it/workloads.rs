@@ -95,3 +95,57 @@ fn fixed_arrivals_are_exactly_one_over_rate_apart() {
     let poisson = open(3, 1000.0, 1, "").replace("concurrency = 100000", "concurrency = 1");
     assert!(runs(&poisson).iter().all(|m| m.queued_fraction > 0.1), "Poisson arrivals do queue");
 }
+
+/// A serial workload of `clients` clients with a `gap` and a constant service time.
+fn serial(runs: u32, clients: u32, gap: &str, service: &str) -> String {
+    format!(
+        r#"
+name = "s"
+seed = 3
+runs = {runs}
+horizon = "12s"
+[workload]
+kind = "serial"
+clients = {clients}
+gap = {gap}
+duration = "10s"
+[server]
+concurrency = 100000
+service_time = {{ dist = "constant", value = "{service}" }}
+[client]
+max_attempts = 1
+[[strategies]]
+name = "once"
+backoff = {{ kind = "none" }}
+"#
+    )
+}
+
+/// Serial clients start their next call at max(end of the previous one, its start + gap): with
+/// a constant 100 ms gap and a 30 ms call the starts are 100 ms, 200 ms, ... 9.9 s (99 per
+/// client); with a 150 ms call, one every 150 ms from 100 ms on: 100 ms ... 9.85 s (66).
+#[test]
+fn serial_clients_start_at_the_later_of_the_end_and_the_gap() {
+    let gap = r#"{ dist = "constant", value = "100ms" }"#;
+    for m in runs(&serial(2, 7, gap, "30ms")) {
+        assert_eq!(m.ops, 7 * 99);
+        assert_eq!(m.latency_max_s, 0.03);
+    }
+    for m in runs(&serial(2, 7, gap, "150ms")) {
+        assert_eq!(m.ops, 7 * 66);
+        // One call at a time per client: never more than 7 at the server.
+        assert!(m.in_server_mean <= 7.0, "{}", m.in_server_mean);
+    }
+}
+
+/// With calls that take no time, a serial client's starts are its gaps' renewal process: with
+/// exponential gaps, Poisson(duration / mean gap) calls.
+#[test]
+fn serial_clients_with_exponential_gaps_and_instant_calls_are_poisson() {
+    let gap = r#"{ dist = "exponential", mean = "100ms" }"#;
+    let ops: Vec<f64> = runs(&serial(300, 1, gap, "0")).iter().map(|m| m.ops as f64).collect();
+    let (m, _) = mean_var(&ops);
+    let lambda = 100.0;
+    let se = (lambda / ops.len() as f64).sqrt();
+    assert!((m - lambda).abs() < 5.0 * se, "mean {m} vs {lambda}");
+}

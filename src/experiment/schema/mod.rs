@@ -383,6 +383,26 @@ pub static WORKLOAD: Tagged = Tagged {
                 .rules("only with arrivals = \"per-client\""),
             ],
         },
+        Variant {
+            kind: "serial",
+            doc: "`clients` clients, each with one call at a time, the next starting at max(end of the previous call, its start + a draw of `gap`), until `duration` (Brooker's `SerialClient`)",
+            fields: &[
+                f("clients", U32, Value("1"), "clients, each with one call in flight at a time")
+                    .range(Range::AtLeast(1.0))
+                    .message("must be at least 1")
+                    .rules("<= 100000000"),
+                f("gap", Ty::Tagged(&DIST), Required, "target time from one call's start to the next one's (retry_sim: exponential, mean 1 / rate per client)"),
+                f("duration", Ty::Duration, Required, "no call starts after this")
+                    .range(POSITIVE)
+                    .message("must be > 0: how long clients start calls, e.g. \"10s\""),
+                f(
+                    "first_call",
+                    Ty::Tagged(&DIST),
+                    Absent("at 0"),
+                    "each client's wake-up: its first call starts at max(wake-up, a draw of `gap`)",
+                ),
+            ],
+        },
     ],
 };
 

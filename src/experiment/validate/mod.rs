@@ -83,6 +83,13 @@ fn workload(w: &WorkloadSpec) -> Check {
             }
             Ok(())
         }
+        WorkloadSpec::Serial { clients, gap, first_call, .. } => {
+            dist("workload.gap", gap)?;
+            if let Some(d) = first_call {
+                dist("workload.first_call", d)?;
+            }
+            at_most("workload.clients", *clients, MAX_CLIENTS, "clients")
+        }
         WorkloadSpec::Open { rate, schedule, clients, arrivals, first_call, .. } => {
             if first_call.is_some() && *arrivals != ArrivalsSpec::PerClient {
                 fail(
@@ -170,7 +177,7 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
     let reason = |what: &str| {
         format!("{what} is not supported for server.kind = \"occ\"; remove it or use the queue server")
     };
-    if matches!(spec.workload, WorkloadSpec::Open { .. }) {
+    if !matches!(spec.workload, WorkloadSpec::Closed { .. }) {
         fail(
             "workload.kind",
             "server.kind = \"occ\" runs closed workloads only (the AWS study's clients each update \
