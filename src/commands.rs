@@ -3,8 +3,8 @@
 //! exit codes.
 
 use crate::cli::{
-    CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs, SlurmArgs,
-    TuneArgs, ValidateArgs,
+    CheckArgs, ExplainArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs,
+    SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
 };
 use crate::experiment::presets;
 use crate::experiment::{self, Experiment, Overrides};
@@ -45,7 +45,8 @@ fn shard(arg: Option<&str>) -> Result<Option<Shard>, Error> {
 
 /// `retrysim check`: validate, warn, estimate.
 pub fn check(a: &CheckArgs) -> Result<(), Error> {
-    let (exp, tune) = load(&a.file, &a.overrides)?;
+    let (mut exp, tune) = load(&a.file, &a.overrides)?;
+    only(&mut exp, &a.only)?;
     let shard = shard(a.shard.as_deref())?;
     warn(&a.file, &exp);
     skipped(&exp);
@@ -120,6 +121,7 @@ fn afford(file: &Path, exp: &Experiment, threads: usize) -> Result<experiment::c
 /// `retrysim run`: run the cells (or one shard of them) and write the result folder.
 pub fn run(a: &RunArgs) -> Result<(), Error> {
     let (mut exp, _) = load(&a.file, &a.overrides)?;
+    only(&mut exp, &a.only)?;
     exp.command_line = command_line();
     // A bad --rank, --where or --reference is bad input: refused before anything runs.
     let report_opts = report_options(&a.rank, true)?;
@@ -218,15 +220,53 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
 
 /// `retrysim plot DIR`: redraw the report from the files, and print the comparison.
 pub fn plot(a: &PlotArgs) -> Result<(), Error> {
-    let written = report::render_report(&a.dir, &report_options(&a.rank, false)?)?;
+    let opts = report_options(&a.rank, false)?;
+    let mut set = report::ResultSet::read_dir(&a.dir)?;
+    if !a.only.strategies.is_empty() {
+        set.keep_strategies(&a.only.strategies).map_err(|reason| Error::Flag {
+            flag: format!("--strategies {}", a.only.strategies.join(",")),
+            reason,
+        })?;
+    }
+    let written = report::render_set(&set, &a.dir, &opts)?;
     if !a.quiet {
         for p in &written {
             println!("wrote {}", p.display());
         }
         println!();
-        print!("{}", summary_text(&a.dir, &a.rank)?);
+        print!("{}", summary_of(&set, &a.rank)?);
     }
     Ok(())
+}
+
+/// `retrysim explain FILE`: each strategy's resolved policy, every key with its origin.
+pub fn explain(a: &ExplainArgs) -> Result<(), Error> {
+    let (mut exp, _) = load(&a.file, &a.overrides)?;
+    only(&mut exp, &a.only)?;
+    if let Some(name) = &a.strategy {
+        let names: Vec<&str> = exp.points[0].strategies.iter().map(|s| s.name.as_str()).collect();
+        if !names.contains(&name.as_str()) {
+            return Err(Error::Flag {
+                flag: format!("--strategy {name}"),
+                reason: format!(
+                    "no strategy named `{name}`{}; the strategies are: {}",
+                    crate::suggest::closest(name, names.iter().copied())
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default(),
+                    names.join(", ")
+                ),
+            });
+        }
+    }
+    warn(&a.file, &exp);
+    print!("{}", experiment::provenance::explain(&exp, a.strategy.as_deref()));
+    Ok(())
+}
+
+/// `--strategies`: keeps only those strategies (exit 2 naming an unknown one).
+fn only(exp: &mut Experiment, a: &StrategiesArgs) -> Result<(), Error> {
+    experiment::select_strategies(exp, &a.strategies)
+        .map_err(|reason| Error::Flag { flag: format!("--strategies {}", a.strategies.join(",")), reason })
 }
 
 /// The arguments of a run (`retrysim` and what followed it), for the manifest.
@@ -253,7 +293,11 @@ fn report_options(r: &RankArgs, known_metrics: bool) -> Result<report::ReportOpt
 /// The verdict and the comparison printed at the end of a run (or by `plot`), or the
 /// ranking when asked.
 fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
-    let set = report::ResultSet::read_dir(dir)?;
+    summary_of(&report::ResultSet::read_dir(dir)?, r)
+}
+
+/// [`summary_text`] of a result set already read.
+fn summary_of(set: &report::ResultSet, r: &RankArgs) -> Result<String, Error> {
     let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let mut verdict = report::verdict(&set, &report_options(r, false)?.verdict)?.text();
     if let Some(line) = report::partial_line(&set.manifest) {

@@ -13,6 +13,7 @@ mod options;
 pub mod outputs_doc;
 pub mod paths;
 mod render;
+mod subset;
 pub mod run_distribution;
 pub mod table;
 pub mod text;
@@ -21,7 +22,7 @@ pub mod verdict;
 pub use self::compare::{CompareOptions, comparison, rank};
 pub use self::error::ReportError;
 pub use self::options::ReportOptions;
-pub use self::render::{comparison_from_dir, render_report};
+pub use self::render::{comparison_from_dir, render_report, render_set};
 pub use self::table::ResultSet;
 pub use self::verdict::{Verdict, VerdictOptions, verdict};
 
