@@ -299,17 +299,17 @@ fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
 /// [`summary_text`] of a result set already read.
 fn summary_of(set: &report::ResultSet, r: &RankArgs) -> Result<String, Error> {
     let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let mut verdict = report::verdict(&set, &report_options(r, false)?.verdict)?.text();
+    let mut verdict = report::verdict(set, &report_options(r, false)?.verdict)?.text();
     if let Some(line) = report::partial_line(&set.manifest) {
         verdict = format!("{line}\n{verdict}");
     }
     if r.rank.is_none() && r.constraints.is_empty() {
         let opts = report::CompareOptions { color, ..Default::default() };
-        return Ok(format!("{verdict}\n{}", report::comparison(&set, &opts)));
+        return Ok(format!("{verdict}\n{}", report::comparison(set, &opts)));
     }
     let constraints = rank_constraints(r, false)?;
     let metric = r.rank.as_deref().unwrap_or("success_rate");
-    Ok(format!("{verdict}\n{}", report::rank(&set, metric, &constraints)?))
+    Ok(format!("{verdict}\n{}", report::rank(set, metric, &constraints)?))
 }
 
 /// `retrysim tune`: search the `[tune]` space, write tune.csv, recommendation.toml and the
@@ -621,9 +621,10 @@ fn previous(dir: &Path, exp: &Experiment, shard: Option<Shard>, cells: &[sweep::
     if !m.completed().same_result(&expected) || m.cells_done.len() > cells.len() {
         return Previous::Other;
     }
-    let prefix = m.cells_done.iter().zip(cells).all(|(d, c)| {
-        d.point == c.point && exp.points[c.point].strategies[c.strategy].name == d.strategy
-    });
+    let prefix =
+        m.cells_done.iter().zip(cells).all(|(d, c)| {
+            d.point == c.point && exp.points[c.point].strategies[c.strategy].name == d.strategy
+        });
     if prefix { Previous::Partial(cells[..m.cells_done.len()].to_vec()) } else { Previous::Other }
 }
 

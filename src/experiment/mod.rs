@@ -22,8 +22,8 @@ mod warnings;
 pub use duration::Duration;
 pub use error::ConfigError;
 pub use load::{
-    Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg, select_strategies, spec_with,
-    strategy_key, value_text,
+    Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg, select_strategies,
+    spec_with, strategy_key, value_text,
 };
 pub use spec::*;
 pub use warnings::{Warning, warnings};

@@ -186,7 +186,8 @@ pub fn explain(exp: &Experiment, only: Option<&str>) -> String {
         let vw = s.keys.iter().map(|k| k.value.chars().count()).max().unwrap_or(5).clamp(5, 40);
         out.push_str(&format!("  {:kw$}  {:vw$}  from\n", "key", "value"));
         for k in &s.keys {
-            let note = if k.client_shadowed { " ([client] sets it too; the preset's value wins)" } else { "" };
+            let note =
+                if k.client_shadowed { " ([client] sets it too; the preset's value wins)" } else { "" };
             out.push_str(&format!("  {:kw$}  {:vw$}  {}{note}\n", k.key, k.value, k.origin));
         }
         for gone in s.shadowed_by_preset.iter().filter(|g| !s.keys.iter().any(|k| &k.key == *g)) {
@@ -232,11 +233,17 @@ backoff = { kind = "none" }
         let exp = load_str(FILE, "p.toml", &Overrides::default()).unwrap();
         let aws = &exp.points[0].sources[0];
         let k = key(aws, "max_attempts");
-        assert_eq!((k.value.as_str(), &k.origin, k.client_shadowed), ("3", &Origin::Preset("aws-standard".into()), true));
+        assert_eq!(
+            (k.value.as_str(), &k.origin, k.client_shadowed),
+            ("3", &Origin::Preset("aws-standard".into()), true)
+        );
         assert_eq!(key(aws, "timeout").origin, Origin::Client);
         assert_eq!(key(aws, "retry_after_mode").origin, Origin::Default);
         let own = &exp.points[0].sources[1];
-        assert_eq!((key(own, "max_attempts").origin.clone(), key(own, "max_attempts").client_shadowed), (Origin::Client, false));
+        assert_eq!(
+            (key(own, "max_attempts").origin.clone(), key(own, "max_attempts").client_shadowed),
+            (Origin::Client, false)
+        );
         assert_eq!(key(own, "backoff.kind").origin, Origin::Strategy);
         // What is resolved is what the sources say.
         assert_eq!(exp.points[0].strategies[0].policy.max_attempts, Some(3));
@@ -255,7 +262,11 @@ backoff = { kind = "none" }
                 ..Default::default()
             };
             let exp = load_str(FILE, "p.toml", &overrides).unwrap();
-            warnings(&exp).into_iter().filter(|w| w.message.contains("never used")).map(|w| w.key).collect::<Vec<_>>()
+            warnings(&exp)
+                .into_iter()
+                .filter(|w| w.message.contains("never used"))
+                .map(|w| w.key)
+                .collect::<Vec<_>>()
         };
         // One strategy without a preset uses [client]'s value: no warning.
         assert!(shadowed(&[]).is_empty());

@@ -33,10 +33,8 @@ impl ResultSet {
             r.strategy = new_index[r.strategy].expect("kept");
         }
         let runs = std::mem::take(&mut self.runs);
-        self.runs = runs
-            .into_iter()
-            .filter_map(|((p, s), cell)| new_index[s].map(|s| ((p, s), cell)))
-            .collect();
+        self.runs =
+            runs.into_iter().filter_map(|((p, s), cell)| new_index[s].map(|s| ((p, s), cell))).collect();
         if let Some(ts) = &mut self.timeseries {
             ts.rows.retain(|r| new_index[r.strategy].is_some());
             for r in &mut ts.rows {

@@ -121,7 +121,10 @@ impl Manifest {
     pub fn partial(exp: &Experiment, shard: Option<Shard>, done: &[Cell], total: usize) -> Manifest {
         let cells_done = done
             .iter()
-            .map(|c| DoneCell { point: c.point, strategy: exp.points[c.point].strategies[c.strategy].name.clone() })
+            .map(|c| DoneCell {
+                point: c.point,
+                strategy: exp.points[c.point].strategies[c.strategy].name.clone(),
+            })
             .collect();
         Manifest { partial: true, cells_done, cells_total: Some(total as u64), ..Manifest::of(exp, shard) }
     }

@@ -30,4 +30,5 @@ mod support;
 mod system;
 mod tune;
 mod validation;
+mod workflow;
 mod workspace;

@@ -174,7 +174,10 @@ fn a_stop_keeps_the_finished_cells_and_resume_completes_them() {
     assert_eq!(runs_rows, 1 + done * 6000, "runs.csv holds whole cells only");
     let report = String::from_utf8_lossy(&partial["report.html"]).into_owned();
     let body = report.split("<body>").nth(1).unwrap().trim_start();
-    assert!(body.starts_with(&format!("<p id=\"partial\"><b>Partial result: {done} of 4 cells")), "{body:.200}");
+    assert!(
+        body.starts_with(&format!("<p id=\"partial\"><b>Partial result: {done} of 4 cells")),
+        "{body:.200}"
+    );
 
     let resumed = retrysim(&file, &out, RUNS).arg("--resume").output().unwrap();
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
