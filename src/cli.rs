@@ -37,6 +37,9 @@ pub enum Command {
     Schema(SchemaArgs),
     /// List the production presets, or print one with the source of each value.
     Presets(PresetsArgs),
+    /// Print each strategy's resolved client policy: every key with its value and where the
+    /// value came from (the strategy, its preset, `[client]` or the default).
+    Explain(ExplainArgs),
     /// Run the validation suite (experiments/validation/) and write VALIDATION.md: every
     /// model against theory and the published studies. Exits with 1 if a check fails.
     Validate(ValidateArgs),
@@ -94,6 +97,28 @@ pub struct OverrideArgs {
     pub seed: Option<u64>,
 }
 
+/// `--strategies`, shared by `run`, `check`, `plot` and `explain`.
+#[derive(Debug, Args, Default)]
+pub struct StrategiesArgs {
+    /// Only these strategies (comma-separated names): run, checked, plotted or explained.
+    /// Each strategy's rows are the same bytes as in a run of all of them.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub strategies: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The experiment file (TOML).
+    pub file: PathBuf,
+    /// Only this strategy.
+    #[arg(long, value_name = "NAME")]
+    pub strategy: Option<String>,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+    #[command(flatten)]
+    pub only: StrategiesArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The experiment file (TOML).
@@ -103,6 +128,8 @@ pub struct RunArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub overrides: OverrideArgs,
+    #[command(flatten)]
+    pub only: StrategiesArgs,
     /// Worker threads [default: one per core]. Results do not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
@@ -110,7 +137,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
     /// Skip the run when DIR already holds the complete result of this experiment (same file,
-    /// changes, shard and version); otherwise run it.
+    /// changes, shard and version); run only the missing cells when it holds a partial one
+    /// (a run stopped by a signal); otherwise run it all.
     #[arg(long)]
     pub resume: bool,
     /// Print events, events per second, wall time and peak memory when done.
@@ -151,6 +179,8 @@ pub struct PlotArgs {
     pub dir: PathBuf,
     #[command(flatten)]
     pub rank: RankArgs,
+    #[command(flatten)]
+    pub only: StrategiesArgs,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -184,6 +214,8 @@ pub struct CheckArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub overrides: OverrideArgs,
+    #[command(flatten)]
+    pub only: StrategiesArgs,
     /// Worker threads the run would use (for the memory estimate) [default: one per core].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,

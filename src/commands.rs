@@ -3,8 +3,8 @@
 //! exit codes.
 
 use crate::cli::{
-    CheckArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs, SlurmArgs,
-    TuneArgs, ValidateArgs,
+    CheckArgs, ExplainArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs,
+    SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
 };
 use crate::experiment::presets;
 use crate::experiment::{self, Experiment, Overrides};
@@ -45,7 +45,8 @@ fn shard(arg: Option<&str>) -> Result<Option<Shard>, Error> {
 
 /// `retrysim check`: validate, warn, estimate.
 pub fn check(a: &CheckArgs) -> Result<(), Error> {
-    let (exp, tune) = load(&a.file, &a.overrides)?;
+    let (mut exp, tune) = load(&a.file, &a.overrides)?;
+    only(&mut exp, &a.only)?;
     let shard = shard(a.shard.as_deref())?;
     warn(&a.file, &exp);
     skipped(&exp);
@@ -120,6 +121,7 @@ fn afford(file: &Path, exp: &Experiment, threads: usize) -> Result<experiment::c
 /// `retrysim run`: run the cells (or one shard of them) and write the result folder.
 pub fn run(a: &RunArgs) -> Result<(), Error> {
     let (mut exp, _) = load(&a.file, &a.overrides)?;
+    only(&mut exp, &a.only)?;
     exp.command_line = command_line();
     // A bad --rank, --where or --reference is bad input: refused before anything runs.
     let report_opts = report_options(&a.rank, true)?;
@@ -129,26 +131,50 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
         skipped(&exp);
     }
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&exp.name));
-    if a.resume && is_complete(&out, &exp, shard) {
-        if !a.quiet {
-            println!("{}: already complete for this experiment, skipped (--resume)", out.display());
+    let all_cells = sweep::cells(&exp, shard);
+    let mut finished = Vec::new();
+    if a.resume {
+        match previous(&out, &exp, shard, &all_cells) {
+            Previous::Complete => {
+                if !a.quiet {
+                    println!("{}: already complete for this experiment, skipped (--resume)", out.display());
+                }
+                return Ok(());
+            }
+            Previous::Partial(done) => {
+                if !a.quiet {
+                    eprintln!(
+                        "{}: partial result of this experiment, {} of {} cell(s) finished: running the other {} (--resume)",
+                        out.display(),
+                        done.len(),
+                        all_cells.len(),
+                        all_cells.len() - done.len()
+                    );
+                }
+                finished = done;
+            }
+            Previous::Other => {}
         }
-        return Ok(());
     }
     let threads = a.threads.map(usize::from).unwrap_or_else(default_threads);
     afford(&a.file, &exp, threads)?;
     let stop = interrupt().flag();
 
-    let cells = sweep::cells(&exp, shard);
+    let cells = &all_cells[finished.len()..];
     let total = cells.len() as u64 * exp.runs as u64;
     let interval = std::time::Duration::from_secs_f64(a.progress_interval.max(0.0));
     let mut progress = Progress::new(&exp.name, total, a.quiet, interval);
-    let mut writer = ResultWriter::create(&out, &exp, shard)?;
+    progress.weigh(crate::progress::run_weights(&exp, cells));
+    let mut writer = if finished.is_empty() {
+        ResultWriter::create(&out, &exp, shard)?
+    } else {
+        ResultWriter::resume(&out, &exp, shard, finished)?
+    };
     let started = std::time::Instant::now();
     let mut events = 0;
     let outcome = sweep::execute(
         &exp,
-        &cells,
+        cells,
         threads,
         &mut writer,
         &mut |done, ev| {
@@ -159,7 +185,10 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
     );
     match outcome {
         Ok(()) => {}
-        Err(Stopped::Interrupted) => return Err(interrupted(None)),
+        Err(Stopped::Interrupted) => {
+            progress.finish(&format!("{}: interrupted", exp.name));
+            return Err(keep_partial(writer, &out, all_cells.len(), &report_opts));
+        }
         Err(Stopped::Sink(e)) => return Err(e.into()),
     }
     let wall = started.elapsed().as_secs_f64();
@@ -170,8 +199,6 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
         crate::progress::peak_memory().map_or("unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
     );
     progress.finish(&line);
-    // Dropping the writer deletes its temporary files; the folder's earlier files stay.
-    stopped(None)?;
     let mut written = writer.commit()?;
     stopped(Some(&out))?;
     // The report reads the files just written: `plot DIR` draws the same from them.
@@ -193,15 +220,53 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
 
 /// `retrysim plot DIR`: redraw the report from the files, and print the comparison.
 pub fn plot(a: &PlotArgs) -> Result<(), Error> {
-    let written = report::render_report(&a.dir, &report_options(&a.rank, false)?)?;
+    let opts = report_options(&a.rank, false)?;
+    let mut set = report::ResultSet::read_dir(&a.dir)?;
+    if !a.only.strategies.is_empty() {
+        set.keep_strategies(&a.only.strategies).map_err(|reason| Error::Flag {
+            flag: format!("--strategies {}", a.only.strategies.join(",")),
+            reason,
+        })?;
+    }
+    let written = report::render_set(&set, &a.dir, &opts)?;
     if !a.quiet {
         for p in &written {
             println!("wrote {}", p.display());
         }
         println!();
-        print!("{}", summary_text(&a.dir, &a.rank)?);
+        print!("{}", summary_of(&set, &a.rank)?);
     }
     Ok(())
+}
+
+/// `retrysim explain FILE`: each strategy's resolved policy, every key with its origin.
+pub fn explain(a: &ExplainArgs) -> Result<(), Error> {
+    let (mut exp, _) = load(&a.file, &a.overrides)?;
+    only(&mut exp, &a.only)?;
+    if let Some(name) = &a.strategy {
+        let names: Vec<&str> = exp.points[0].strategies.iter().map(|s| s.name.as_str()).collect();
+        if !names.contains(&name.as_str()) {
+            return Err(Error::Flag {
+                flag: format!("--strategy {name}"),
+                reason: format!(
+                    "no strategy named `{name}`{}; the strategies are: {}",
+                    crate::suggest::closest(name, names.iter().copied())
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default(),
+                    names.join(", ")
+                ),
+            });
+        }
+    }
+    warn(&a.file, &exp);
+    print!("{}", experiment::provenance::explain(&exp, a.strategy.as_deref()));
+    Ok(())
+}
+
+/// `--strategies`: keeps only those strategies (exit 2 naming an unknown one).
+fn only(exp: &mut Experiment, a: &StrategiesArgs) -> Result<(), Error> {
+    experiment::select_strategies(exp, &a.strategies)
+        .map_err(|reason| Error::Flag { flag: format!("--strategies {}", a.strategies.join(",")), reason })
 }
 
 /// The arguments of a run (`retrysim` and what followed it), for the manifest.
@@ -228,16 +293,23 @@ fn report_options(r: &RankArgs, known_metrics: bool) -> Result<report::ReportOpt
 /// The verdict and the comparison printed at the end of a run (or by `plot`), or the
 /// ranking when asked.
 fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
-    let set = report::ResultSet::read_dir(dir)?;
+    summary_of(&report::ResultSet::read_dir(dir)?, r)
+}
+
+/// [`summary_text`] of a result set already read.
+fn summary_of(set: &report::ResultSet, r: &RankArgs) -> Result<String, Error> {
     let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let verdict = report::verdict(&set, &report_options(r, false)?.verdict)?.text();
+    let mut verdict = report::verdict(set, &report_options(r, false)?.verdict)?.text();
+    if let Some(line) = report::partial_line(&set.manifest) {
+        verdict = format!("{line}\n{verdict}");
+    }
     if r.rank.is_none() && r.constraints.is_empty() {
         let opts = report::CompareOptions { color, ..Default::default() };
-        return Ok(format!("{verdict}\n{}", report::comparison(&set, &opts)));
+        return Ok(format!("{verdict}\n{}", report::comparison(set, &opts)));
     }
     let constraints = rank_constraints(r, false)?;
     let metric = r.rank.as_deref().unwrap_or("success_rate");
-    Ok(format!("{verdict}\n{}", report::rank(&set, metric, &constraints)?))
+    Ok(format!("{verdict}\n{}", report::rank(set, metric, &constraints)?))
 }
 
 /// `retrysim tune`: search the `[tune]` space, write tune.csv, recommendation.toml and the
@@ -526,12 +598,52 @@ pub fn validate(a: &ValidateArgs) -> Result<(), Error> {
     }
 }
 
-/// Whether `dir` holds the complete result of `exp` (and `shard`): its manifest, written last,
-/// names the same experiment as run.
-fn is_complete(dir: &Path, exp: &Experiment, shard: Option<Shard>) -> bool {
-    let Ok(bytes) = std::fs::read(dir.join(Manifest::FILE)) else { return false };
-    let Ok(m) = Manifest::parse(&bytes) else { return false };
-    m.same_result(&Manifest::of(exp, shard))
+/// What `run --resume` finds in its folder.
+enum Previous {
+    /// The complete result of this experiment: nothing to run.
+    Complete,
+    /// A partial result of this experiment: these first cells are finished.
+    Partial(Vec<sweep::Cell>),
+    /// Anything else (nothing, another experiment's files): run everything.
+    Other,
+}
+
+/// Reads `dir`'s manifest, written last: a complete result of `exp` (and `shard`) when it names
+/// the same experiment as run; a partial one when, its partial fields aside, it does and its
+/// finished cells are the first of `cells`.
+fn previous(dir: &Path, exp: &Experiment, shard: Option<Shard>, cells: &[sweep::Cell]) -> Previous {
+    let Ok(bytes) = std::fs::read(dir.join(Manifest::FILE)) else { return Previous::Other };
+    let Ok(m) = Manifest::parse(&bytes) else { return Previous::Other };
+    let expected = Manifest::of(exp, shard);
+    if !m.partial {
+        return if m.same_result(&expected) { Previous::Complete } else { Previous::Other };
+    }
+    if !m.completed().same_result(&expected) || m.cells_done.len() > cells.len() {
+        return Previous::Other;
+    }
+    let prefix =
+        m.cells_done.iter().zip(cells).all(|(d, c)| {
+            d.point == c.point && exp.points[c.point].strategies[c.strategy].name == d.strategy
+        });
+    if prefix { Previous::Partial(cells[..m.cells_done.len()].to_vec()) } else { Previous::Other }
+}
+
+/// After a stop: keeps the finished cells as a partial result with its report (see
+/// [`ResultWriter::commit_partial`]), and returns the error that says what is there. A stop
+/// before any cell finished leaves the folder untouched.
+fn keep_partial(writer: ResultWriter<'_>, out: &Path, total: usize, opts: &report::ReportOptions) -> Error {
+    let done = writer.done().len();
+    let kept = match writer.commit_partial(total) {
+        Ok(None) => return interrupted(None),
+        Ok(Some(_)) => report::render_report(out, opts).map(|_| ()).map_err(Error::from),
+        Err(e) => Err(e.into()),
+    };
+    if let Err(e) = kept {
+        return e;
+    }
+    let signal =
+        interrupt().signal().expect("only a signal handler raises the stop flag, after it stored the signal");
+    Error::InterruptedPartial { signal, dir: out.to_path_buf(), done, total }
 }
 
 /// Lists on stderr the sweep points that `[sweep] skip_invalid` left out.

@@ -49,6 +49,13 @@ pub enum Error {
     /// number: 130, 143, 129). `done` names the folder when its output was already complete.
     #[error("{}", interrupted(*signal, done.as_deref()))]
     Interrupted { signal: Signal, done: Option<std::path::PathBuf> },
+    /// A signal stopped `run` after some cells were finished: `dir` holds those cells as a
+    /// partial result, which `run --resume` completes (exit code 128 + the signal's number).
+    #[error(
+        "interrupted by {signal}: {dir} holds a partial result, {done} of {total} cell(s) finished (temporary files removed); `retrysim run` with the same arguments and --resume runs the other {}",
+        total - done
+    )]
+    InterruptedPartial { signal: Signal, dir: std::path::PathBuf, done: usize, total: usize },
 }
 
 fn interrupted(signal: Signal, done: Option<&std::path::Path>) -> String {
@@ -75,7 +82,9 @@ impl Error {
             Error::Report(_) => 2,
             Error::Validation(ValidationError::Config(_) | ValidationError::UnknownCheck(..)) => 2,
             Error::Validation(_) | Error::ChecksFailed { .. } => 1,
-            Error::Interrupted { signal, .. } => signal.exit_code(),
+            Error::Interrupted { signal, .. } | Error::InterruptedPartial { signal, .. } => {
+                signal.exit_code()
+            }
             Error::Write(_) | Error::NothingFeasible { .. } => 1,
         }
     }

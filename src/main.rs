@@ -22,6 +22,7 @@ fn main() {
         Command::Tune(a) => commands::tune(a),
         Command::Schema(a) => commands::schema(a),
         Command::Presets(a) => commands::presets(a),
+        Command::Explain(a) => commands::explain(a),
         Command::Validate(a) => commands::validate(a),
     };
     if let Err(e) = outcome {

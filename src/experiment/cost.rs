@@ -203,6 +203,14 @@ pub fn mb(bytes: f64) -> String {
     format!("{:.1} MB", bytes / 1e6)
 }
 
+/// Events one run of point `p` is expected to process: the geometric mean of the bounds of
+/// [`Cost::events_per_run`] (first attempts only, every attempt made). Only its ratios between
+/// points matter: the progress bar weighs each run's share of the work by it.
+pub fn run_events(p: &Point) -> f64 {
+    let (low, high) = point(p, 1).events_per_run;
+    (low * high).sqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub mod duration;
 mod error;
 mod load;
 pub mod presets;
+pub mod provenance;
 pub mod schema;
 pub mod spec;
 mod validate;
@@ -21,8 +22,8 @@ mod warnings;
 pub use duration::Duration;
 pub use error::ConfigError;
 pub use load::{
-    Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg, spec_with, strategy_key,
-    value_text,
+    Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg, select_strategies,
+    spec_with, strategy_key, value_text,
 };
 pub use spec::*;
 pub use warnings::{Warning, warnings};
@@ -101,4 +102,6 @@ pub struct Point {
     pub spec: ExperimentSpec,
     /// `spec.strategies`: each resolved over `[client]` and its preset.
     pub strategies: Vec<Strategy>,
+    /// Where each strategy's keys came from (`retrysim explain`), in the same order.
+    pub sources: Vec<provenance::Sources>,
 }

@@ -43,8 +43,30 @@ pub fn warnings(exp: &Experiment) -> Vec<Warning> {
                 all.push(w);
             }
         }
+        for w in shadowed_client_keys(point) {
+            if !all.contains(&w) {
+                all.push(w);
+            }
+        }
     }
     all
+}
+
+/// A `[client]` key that every strategy's preset replaces (or drops, with a table of another
+/// kind) is set but never used: what the file says is not what runs.
+fn shadowed_client_keys(point: &super::Point) -> Vec<Warning> {
+    let mut presets: Vec<&str> = point.sources.iter().filter_map(|s| s.preset.as_deref()).collect();
+    presets.dedup();
+    super::provenance::shadowed_client_keys(&point.sources)
+        .into_iter()
+        .map(|key| Warning {
+            message: format!(
+                "every strategy's preset ({}) sets it, so [client]'s value is never used; set it in the strategies instead (e.g. --set strategies.*.{key}=...), `retrysim explain` shows where each value comes from",
+                presets.join(", ")
+            ),
+            key: format!("client.{key}"),
+        })
+        .collect()
 }
 
 fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning> {

@@ -49,9 +49,14 @@ pub fn page(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>retrysim report: {name}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<h1>{name}</h1>\n"
+         <title>retrysim report: {name}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n"
     );
     let m = &set.manifest;
+    // A partial result says so before anything else: its tables and charts lack cells.
+    if let Some(line) = super::partial_line(m) {
+        let _ = writeln!(h, "<p id=\"partial\"><b>{}</b></p>", escape(&line));
+    }
+    let _ = writeln!(h, "<h1>{name}</h1>");
 
     // The verdict: what the run says, before anything else.
     let _ = writeln!(h, "<section id=\"verdict\">\n<p>{}</p>\n<ul>", escape(&verdict.intro));

@@ -58,7 +58,7 @@ const MANIFEST: &[(&str, &str)] = &[
         "identifies the experiment as run (its text, the command-line changes, the version): `merge` and `--resume` compare it, and the shards of one run share it",
     ),
     ("experiment_toml", "the experiment file as it was read, before command-line changes"),
-    ("overrides", "the command-line changes (`--set`, `--runs`, `--seed`), in order"),
+    ("overrides", "the command-line changes (`--set`, `--runs`, `--seed`, `--strategies`), in order"),
     (
         "effective_toml",
         "the experiment as run, every `--set` applied (the sweep and `[tune]` included), as TOML; empty without `--set` (older folders lack it)",
@@ -68,6 +68,15 @@ const MANIFEST: &[(&str, &str)] = &[
         "the command line of `run` (or the first shard's for `merge`), its arguments in order; empty when not recorded (older folders lack it); `--resume` ignores it",
     ),
     ("shard", "`{ index, count }` for a shard written by `run --shard I/N`, `null` for a whole run"),
+    (
+        "partial",
+        "`true` when a signal stopped the run after some cells finished: the CSV files hold exactly those cells, and `run --resume` runs the others; absent from a complete result",
+    ),
+    (
+        "cells_done",
+        "of a partial result: the finished cells, each `{ point, strategy }` (the point's index in `points`, the strategy's name), the first cells in row order",
+    ),
+    ("cells_total", "of a partial result: the cells of the whole run (of the shard)"),
 ];
 
 /// The generated part of docs/outputs.md (between [`BEGIN`] and [`END`]).

@@ -7,7 +7,7 @@
 //! field existed still plots: the report then falls back on what the CSV files say.
 
 use crate::experiment::{DistSpec, Experiment, FaultSpec, ServerSpec};
-use crate::sweep::Shard;
+use crate::sweep::{Cell, Shard};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -39,6 +39,24 @@ pub struct Manifest {
     pub command_line: Vec<String>,
     /// `null` for a whole run.
     pub shard: Option<ShardInfo>,
+    /// A run stopped by a signal keeps the cells it finished: then `true`, and
+    /// `cells_done` lists them (a prefix of the cells in output order) out of `cells_total`.
+    /// Absent from a complete result's manifest. `run --resume` completes it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cells_done: Vec<DoneCell>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cells_total: Option<u64>,
+}
+
+/// A finished (point, strategy) cell of a partial result.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DoneCell {
+    /// Index into `points`.
+    pub point: usize,
+    pub strategy: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -92,7 +110,28 @@ impl Manifest {
             effective_toml: exp.effective_toml.clone(),
             command_line: exp.command_line.clone(),
             shard: shard.map(|s| ShardInfo { index: s.index, count: s.count }),
+            partial: false,
+            cells_done: Vec::new(),
+            cells_total: None,
         }
+    }
+
+    /// The manifest of a partial result of `exp`: `done` of the `total` cells (of the
+    /// shard) are finished, the first ones in output order.
+    pub fn partial(exp: &Experiment, shard: Option<Shard>, done: &[Cell], total: usize) -> Manifest {
+        let cells_done = done
+            .iter()
+            .map(|c| DoneCell {
+                point: c.point,
+                strategy: exp.points[c.point].strategies[c.strategy].name.clone(),
+            })
+            .collect();
+        Manifest { partial: true, cells_done, cells_total: Some(total as u64), ..Manifest::of(exp, shard) }
+    }
+
+    /// The complete result this partial one is part of (its partial fields cleared).
+    pub fn completed(&self) -> Manifest {
+        Manifest { partial: false, cells_done: Vec::new(), cells_total: None, ..self.clone() }
     }
 
     /// Whether `other` describes the same result: every field but the command line (a

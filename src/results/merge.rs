@@ -150,6 +150,14 @@ fn check(shards: &[PathBuf]) -> Result<Vec<(PathBuf, Manifest)>, MergeError> {
         if m.shard.is_none() {
             return Err(MergeError::NotAShard { dir: dir.clone() });
         }
+        if m.partial {
+            let reason = format!(
+                "a partial result, {} of {} cell(s) finished before a signal stopped it: complete it with the same `retrysim run ... --shard I/N` and --resume",
+                m.cells_done.len(),
+                m.cells_total.unwrap_or_default()
+            );
+            return Err(MergeError::NotAResult { dir: dir.clone(), reason });
+        }
         read.push((dir.clone(), m));
     }
     let (first_dir, first) = &read[0];

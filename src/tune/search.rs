@@ -141,6 +141,9 @@ pub struct Tuner<'a> {
     pub runs_spent: u64,
     pub events: u64,
     planned: u64,
+    /// The runs the whole search is expected to take (see [`Tuner::project`]): the progress
+    /// bar's length, so that one bar spans every round.
+    projected: u64,
     /// Finalists, best first.
     pub finalists: Vec<usize>,
     /// Runs per scenario of the confirmation.
@@ -172,6 +175,7 @@ pub fn search<'a>(
         runs_spent: 0,
         events: 0,
         planned: 0,
+        projected: 0,
         finalists: Vec::new(),
         confirm_runs: 0,
         winner: None,
@@ -220,12 +224,15 @@ impl Tuner<'_> {
             race.extend(self.add(&[p], Stage::Coarse));
         }
         self.coarse = self.candidates.len();
+        let coarse_runs = (race.len() * self.rung(0) * spec.scenarios.len()) as u64;
+        self.project(coarse_runs + self.ahead(1, race.len(), spec.rounds));
         self.evaluate(&race, self.rung(0))?;
 
         let mut width = race.len();
         let mut last = 0;
         for k in 1..=spec.rounds {
             (self.report)(Event::Stage(&format!("round {k} of {}", spec.rounds)));
+            self.project(self.ahead(k, width, spec.rounds));
             last = k;
             // Halve the race on the runs its members share, and promote the survivors.
             width = width.div_ceil(2).max(confirm);
@@ -263,6 +270,7 @@ impl Tuner<'_> {
         }
 
         (self.report)(Event::Stage("confirmation"));
+        self.project(self.ahead(spec.rounds + 1, width, last));
         let finalists = self.top(&race, self.rung(last), confirm);
         let base_runs = (spec.confirm_runs as usize).max(self.rung(last));
         let mut runs = base_runs;
@@ -298,10 +306,37 @@ impl Tuner<'_> {
         self.finalists = all;
         self.confirm_runs = runs;
         self.winner = winner;
+        // The bar ends full: its length becomes the runs actually made.
+        (self.report)(Event::Planned(self.planned));
         Ok(())
     }
 
     /// Evaluates `ids` up to `runs` runs and marks them finalists.
+    /// Expects `ahead` more runs than those decided so far, and tells the progress bar.
+    fn project(&mut self, ahead: u64) {
+        self.projected = self.planned + ahead;
+        (self.report)(Event::Planned(self.projected));
+    }
+
+    /// The runs of rounds `from..=rounds` with `width` candidates racing, and of the
+    /// confirmation after round `last`: each round promotes half the race (at least `confirm`)
+    /// from rung k - 1 to rung k and tries about 2 neighbours per parameter of each of the
+    /// `confirm` best at the first rung; the confirmation brings the `confirm` finalists to
+    /// `confirm_runs`. The refinements' climbing and a second confirmation make it an estimate,
+    /// never a bound: the bar's length only grows past it.
+    fn ahead(&self, from: u32, mut width: usize, last: u32) -> u64 {
+        let confirm = self.spec.confirm as usize;
+        let mut runs = 0;
+        for k in from..=self.spec.rounds {
+            width = width.div_ceil(2).max(confirm);
+            runs += width * (self.rung(k) - self.rung(k - 1));
+            runs += confirm * 2 * self.lattice.len() * self.rung(0);
+        }
+        let have = self.rung(last);
+        runs += confirm * ((self.spec.confirm_runs as usize).max(have) - have);
+        (runs * self.spec.scenarios.len()) as u64
+    }
+
     fn confirm(&mut self, ids: &[usize], runs: usize) -> Run<()> {
         self.evaluate(ids, runs)?;
         for &c in ids {
@@ -378,7 +413,7 @@ impl Tuner<'_> {
             return Ok(());
         }
         self.planned += slots.len() as u64;
-        (self.report)(Event::Planned(self.planned));
+        (self.report)(Event::Planned(self.planned.max(self.projected)));
         let mut out: Vec<Vec<Option<f64>>> = vec![Vec::new(); slots.len()];
         {
             let jobs: Vec<Job<'_>> = slots

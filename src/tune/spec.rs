@@ -566,7 +566,7 @@ impl TuneSpec {
             Ok(spec) => {
                 let strategies = spec.strategies.clone();
                 let values = values.iter().map(value_text).collect();
-                Ok(Point { values, spec, strategies })
+                Ok(Point { values, spec, strategies, sources: Vec::new() })
             }
             Err(SpecError::Key { key, reason }) => Err(format!("`{key}`: {reason}")),
             Err(SpecError::Config(e)) => {

@@ -31,4 +31,5 @@ mod system;
 mod tune;
 mod validation;
 mod workloads;
+mod workflow;
 mod workspace;

@@ -1,7 +1,9 @@
 //! SIGTERM (Slurm's time limit, Kubernetes' eviction) and SIGINT (Ctrl-C) stop `retrysim run`
-//! the same way: the temporary files are deleted, the files of an earlier run in the same
-//! folder are untouched, the message says so, and the exit status is the shell's 128 + the
-//! signal's number.
+//! the same way: the temporary files are deleted, the exit status is the shell's 128 + the
+//! signal's number, and the message says what is left. A stop before any cell finished leaves
+//! the files of an earlier run in the same folder untouched; a later one keeps the finished
+//! cells as a partial result, which `run --resume` completes into the uninterrupted run's
+//! files.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -87,4 +89,107 @@ fn sigterm_deletes_the_temporary_files_and_exits_143() {
 #[test]
 fn sigint_deletes_the_temporary_files_and_exits_130() {
     stopped_by(libc::SIGINT, "SIGINT");
+}
+
+/// Four cells of many short runs: long enough to be stopped after a cell or two.
+const CELLS: &str = r#"
+name = "cells"
+seed = 3
+runs = 3
+horizon = "2s"
+[workload]
+kind = "closed"
+clients = 5
+[server]
+concurrency = 2
+queue = 0
+service_time = { dist = "exponential", mean = "10ms" }
+[client]
+max_attempts = 3
+[[strategies]]
+name = "immediate"
+backoff = { kind = "none" }
+[[strategies]]
+name = "jitter"
+backoff = { kind = "full-jitter", base = "10ms" }
+[sweep]
+"server.concurrency" = [1, 2]
+"#;
+
+/// The largest temporary file of `dir`, in bytes (0 before the folder exists); files renamed
+/// while it looks are skipped.
+fn largest_temporary(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".retrysim-"))
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_stop_keeps_the_finished_cells_and_resume_completes_them() {
+    const RUNS: &str = "6000";
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("cells.toml");
+    std::fs::write(&file, CELLS).unwrap();
+    let whole = tmp.path().join("whole");
+    assert!(retrysim(&file, &whole, RUNS).status().unwrap().success());
+    let reference = files(&whole);
+    let cell_bytes = reference["runs.csv"].len() as u64 / 4;
+
+    let out = tmp.path().join("out");
+    let mut child = retrysim(&file, &out, RUNS).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    // Stopped once runs.csv holds more than one cell and a half: within the second or third.
+    while largest_temporary(&out) < cell_bytes * 3 / 2 {
+        assert!(started.elapsed() < Duration::from_secs(120), "the run never got past its first cell");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it was signalled");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: sending a signal to a child process we started and have not waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("partial result") && stderr.contains("--resume"), "{stderr}");
+    assert_eq!(temporary_files(&out), Vec::<String>::new(), "left temporary files");
+
+    // Exactly the finished cells: each file the uninterrupted one's first rows.
+    let partial = files(&out);
+    let manifest: serde_json::Value = serde_json::from_slice(&partial["manifest.json"]).unwrap();
+    assert_eq!(manifest["partial"], serde_json::json!(true));
+    assert_eq!(manifest["cells_total"], serde_json::json!(4));
+    let done = manifest["cells_done"].as_array().unwrap().len();
+    assert!((1..4).contains(&done), "{done} cells done");
+    assert_eq!(manifest["cells_done"][0], serde_json::json!({"point": 0, "strategy": "immediate"}));
+    let summary = String::from_utf8(partial["summary.csv"].clone()).unwrap();
+    assert_eq!(summary.lines().count(), 1 + done, "{summary}");
+    for name in ["runs.csv", "summary.csv", "timeseries.csv"] {
+        assert!(reference[name].starts_with(&partial[name]), "{name} is not the whole run's first rows");
+        assert!(partial[name].ends_with(b"\n"));
+    }
+    let runs_rows = partial["runs.csv"].iter().filter(|b| **b == b'\n').count();
+    assert_eq!(runs_rows, 1 + done * 6000, "runs.csv holds whole cells only");
+    let report = String::from_utf8_lossy(&partial["report.html"]).into_owned();
+    let body = report.split("<body>").nth(1).unwrap().trim_start();
+    assert!(
+        body.starts_with(&format!("<p id=\"partial\"><b>Partial result: {done} of 4 cells")),
+        "{body:.200}"
+    );
+
+    let resumed = retrysim(&file, &out, RUNS).arg("--resume").output().unwrap();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let after = files(&out);
+    for name in ["runs.csv", "summary.csv", "timeseries.csv"] {
+        assert!(after[name] == reference[name], "{name} differs from the uninterrupted run's");
+    }
+    let mut m: serde_json::Value = serde_json::from_slice(&after["manifest.json"]).unwrap();
+    let mut r: serde_json::Value = serde_json::from_slice(&reference["manifest.json"]).unwrap();
+    assert!(m.get("partial").is_none() && m.get("cells_done").is_none());
+    // The command lines differ (the folder, --resume); everything else is the same.
+    m["command_line"] = serde_json::Value::Null;
+    r["command_line"] = serde_json::Value::Null;
+    assert_eq!(m, r);
 }

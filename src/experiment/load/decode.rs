@@ -3,7 +3,8 @@
 //! and checked again, then serde maps the finished tables onto the spec types.
 
 use super::super::ConfigError;
-use super::super::schema::check::{Checker, Fill, invalid};
+use super::super::provenance::{Origin, Sources, Tracker};
+use super::super::schema::check::{Checker, Fill, invalid, join};
 use super::super::schema::{CLIENT, ROOT};
 use super::super::spec::{ExperimentSpec, PolicySpec, Strategy};
 use super::paths::strategy_key;
@@ -16,6 +17,11 @@ type R<T> = Result<T, ConfigError>;
 
 /// Decodes a whole experiment tree (with `[sweep]` already taken out by the caller).
 pub(super) fn experiment(tree: &Table, origin: &str) -> R<ExperimentSpec> {
+    experiment_sourced(tree, origin).map(|(spec, _)| spec)
+}
+
+/// [`experiment`], with where each strategy's keys came from.
+pub(super) fn experiment_sourced(tree: &Table, origin: &str) -> R<(ExperimentSpec, Vec<Sources>)> {
     let names = strategy_names(tree);
     let name_entry = |path: &str, i: usize, _: &Value| {
         if path == "strategies" { strategy_key(&names, i) } else { format!("{path}[{i}]") }
@@ -31,12 +37,13 @@ pub(super) fn experiment(tree: &Table, origin: &str) -> R<ExperimentSpec> {
     };
     table.remove("sweep");
     let mut spec = ExperimentSpec::deserialize(Value::Table(table)).map_err(|e| internal(origin, e))?;
-    spec.strategies = strategies
-        .iter()
-        .enumerate()
-        .map(|(i, raw)| strategy(origin, &client, raw, &strategy_key(&names, i), &name_entry))
-        .collect::<R<_>>()?;
-    Ok(spec)
+    let mut sources = Vec::with_capacity(strategies.len());
+    for (i, raw) in strategies.iter().enumerate() {
+        let (s, src) = strategy(origin, &client, raw, &strategy_key(&names, i), &name_entry)?;
+        spec.strategies.push(s);
+        sources.push(src);
+    }
+    Ok((spec, sources))
 }
 
 /// One strategy: `[client]`, then its preset, then its own keys, merged and checked complete.
@@ -46,7 +53,7 @@ fn strategy(
     raw: &Value,
     key: &str,
     name_entry: &dyn Fn(&str, usize, &Value) -> String,
-) -> R<Strategy> {
+) -> R<(Strategy, Sources)> {
     let Value::Table(raw) = raw else { unreachable!("checked as a table") };
     let mut own = raw.clone();
     let name = match own.remove("name") {
@@ -63,7 +70,9 @@ fn strategy(
         Some(Value::String(p)) => Some(p),
         _ => None,
     };
-    let mut merged = client.clone();
+    let mut merged = Table::new();
+    let mut tracker = Tracker::new(Origin::Client);
+    merge_from(&mut merged, client, "", Some(&mut tracker));
     if let Some(p) = &preset {
         let found = presets::find(p).ok_or_else(|| {
             let names = presets::PRESETS.iter().map(|p| p.name);
@@ -75,14 +84,17 @@ fn strategy(
                 format!("unknown preset \"{p}\"{hint}; the presets are: {}", list(names)),
             )
         })?;
-        merge(&mut merged, &preset_table(found));
+        tracker.from = Some(Origin::Preset(p.clone()));
+        merge_from(&mut merged, &preset_table(found), "", Some(&mut tracker));
     }
-    merge(&mut merged, &own);
+    tracker.from = Some(Origin::Strategy);
+    merge_from(&mut merged, &own, "", Some(&mut tracker));
     let mut merged = Value::Table(merged);
     let checker = Checker { origin, fill: Fill::Defaults, partials: Fill::Defaults, name_entry };
     checker.table(key, &CLIENT, &mut merged)?;
+    let sources = tracker.finish(&name, preset.as_deref(), client, &merged);
     let policy = PolicySpec::deserialize(merged).map_err(|e| internal(origin, e))?;
-    Ok(Strategy { name, preset, policy })
+    Ok((Strategy { name, preset, policy }, sources))
 }
 
 /// Strategy `index` of `tree` as the file defines it before defaults: `[client]`, then its
@@ -114,10 +126,21 @@ pub(in crate::experiment) fn preset_table(p: &presets::Preset) -> Table {
 /// `kind` (or `dist`), in which case `over`'s table replaces `base`'s; everything else
 /// replaces.
 pub(in crate::experiment) fn merge(base: &mut Table, over: &Table) {
+    merge_from(base, over, "", None);
+}
+
+/// [`merge`] of the tables at dotted `path`, telling `track` every key it replaces.
+fn merge_from(base: &mut Table, over: &Table, path: &str, mut track: Option<&mut Tracker>) {
     for (k, v) in over {
+        let at = join(path, k);
         match (base.get_mut(k), v) {
-            (Some(Value::Table(b)), Value::Table(o)) if same_kind(b, o) => merge(b, o),
+            (Some(Value::Table(b)), Value::Table(o)) if same_kind(b, o) => {
+                merge_from(b, o, &at, track.as_deref_mut())
+            }
             _ => {
+                if let Some(t) = track.as_deref_mut() {
+                    t.replaced(&at, v);
+                }
                 base.insert(k.clone(), v.clone());
             }
         }

@@ -89,6 +89,37 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
     })
 }
 
+/// Keeps only the strategies named in `names` (`--strategies`), in the file's order, and
+/// records the choice among the command-line changes (so the fingerprint tells the subset
+/// from the whole). Each strategy's runs keep their seeds (a function of the run index only),
+/// so its rows are the same bytes as in a run of every strategy. `Err` names an unknown one.
+pub fn select_strategies(exp: &mut Experiment, names: &[String]) -> Result<(), String> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let all: Vec<String> = exp.points[0].strategies.iter().map(|s| s.name.clone()).collect();
+    for n in names {
+        if !all.contains(n) {
+            let hint = crate::suggest::closest(n, all.iter().map(String::as_str))
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            return Err(format!("no strategy named `{n}`{hint}; the strategies are: {}", all.join(", ")));
+        }
+    }
+    let chosen: Vec<String> = all.iter().filter(|s| names.contains(s)).cloned().collect();
+    for p in &mut exp.points {
+        let keep: Vec<bool> = p.strategies.iter().map(|s| chosen.contains(&s.name)).collect();
+        let mut k = keep.iter();
+        p.strategies.retain(|_| *k.next().unwrap_or(&false));
+        p.spec.strategies.retain(|s| chosen.contains(&s.name));
+        let mut k = keep.iter();
+        p.sources.retain(|_| *k.next().unwrap_or(&false));
+    }
+    exp.overrides.push(format!("--strategies {}", chosen.join(",")));
+    exp.fingerprint = fingerprint(&exp.source, &exp.overrides);
+    Ok(())
+}
+
 /// The tree after `--set`, with its sweep and `[tune]` put back, as TOML: what a report shows
 /// as the experiment that ran.
 fn effective_toml(tree: &Table, sweep: &Sweep, tune: Option<&Value>) -> String {
@@ -430,13 +461,13 @@ fn build_point(
         }
     }
     let blame = |e| attribute(e, sets, &swept);
-    let mut spec = decode::experiment(&tree, origin).map_err(blame)?;
+    let (mut spec, sources) = decode::experiment_sourced(&tree, origin).map_err(blame)?;
     spec.runs = overrides.runs.unwrap_or(spec.runs);
     spec.seed = overrides.seed.unwrap_or(spec.seed);
     validate(&spec, origin).map_err(blame)?;
     let strategies = spec.strategies.clone();
     let values = values.into_iter().map(value_text).collect();
-    Ok(Point { values, spec, strategies })
+    Ok(Point { values, spec, strategies, sources })
 }
 
 /// A value as it appears in a CSV cell (a swept value, a tuned key's level): strings without

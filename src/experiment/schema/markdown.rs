@@ -54,7 +54,10 @@ pub fn reference() -> String {
         "`[client]` holds the defaults of every strategy; a strategy may set any of these keys, \
          and starts from its `preset` when it names one: a strategy's value wins over its \
          preset's, which wins over `[client]`'s. Tables (`backoff`, `budget`, ...) merge key by \
-         key unless the `kind` changes.",
+         key unless the `kind` changes. `name` and `preset` belong to a strategy only: \
+         `[client]` refuses them (a preset is chosen per strategy). A `[client]` key that every \
+         strategy's preset sets is never used (`check` and `run` warn); `retrysim explain FILE` \
+         prints where each strategy's every value comes from.",
         rows(strategy_fields()),
     );
     section(

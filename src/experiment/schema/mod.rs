@@ -730,13 +730,14 @@ pub static STRATEGY: Table = Table {
             Required,
             "labels the strategy's rows and charts; `--set strategies.NAME...` addresses it"
         )
-        .rules("non-empty; unique"),
+        .rules("non-empty; unique; `[[strategies]]` only"),
         f(
             "preset",
             Ty::Str,
             Absent("none"),
             "start from a production library's defaults (`retrysim presets`); other keys override it"
-        ),
+        )
+        .rules("`[[strategies]]` only (per strategy), not `[client]`"),
     ),
 };
 
