@@ -71,13 +71,21 @@ pub fn check(a: &CheckArgs) -> Result<(), Error> {
         exp.runs
     );
     println!(
-        "per run (the largest point): about {:.0} operations, {:.0} to {:.0} events, {} peak memory; {} on {threads} thread(s)",
+        "per run (the largest point): about {:.0} operations, {:.0} to {:.0} events, {} peak memory; {} on {threads} thread(s), the report's {} included",
         cost.ops_per_run,
         cost.events_per_run.0,
         cost.events_per_run.1,
         experiment::cost::mb(cost.bytes_per_run),
         experiment::cost::mb(cost.peak_bytes),
+        experiment::cost::mb(cost.report_bytes),
     );
+    let (arithmetic, capacity_warnings) = experiment::capacity::report(&exp);
+    for line in arithmetic {
+        println!("{line}");
+    }
+    for w in capacity_warnings {
+        eprintln!("warning: {}: {w}", a.file.display());
+    }
     if let Some(t) = &tune {
         let levels: Vec<String> = t.params.iter().map(|p| p.levels(t.levels).len().to_string()).collect();
         println!(

@@ -3,13 +3,19 @@
 //! estimate above the machine's memory is refused (exit 2) instead of failing on an
 //! allocation mid-run.
 //!
-//! The model is deliberately simple and errs high: every live operation holds a 64-byte slot
-//! and about two pending events of 24 bytes; a closed workload keeps one slot per client, an
-//! open one the operations that can be in flight at once (the arrival rate times the longest an
-//! operation can last); the server holds its workers and queue; the time series and recovery
-//! buckets are per bucket of the horizon; client-side controls are per client when so scoped.
+//! The model is deliberately simple and errs high, and is checked against the measured peak
+//! (within 2x on every shipped experiment and an unbounded queue: `tests/it/memory.rs`,
+//! benches/README.md): every live operation holds a 64-byte slot and about two pending events
+//! of 24 bytes; a closed workload keeps one slot per client, an open one the operations that
+//! can be in flight at once (the arrival rate times the longest an operation can last); the
+//! server holds its workers and its queue, the queue as long as the fluid backlog of
+//! `capacity.rs` says it grows (at most `server.queue`); the time series (each run's, the
+//! runs waiting in the sweep's window, the cell's mean) and recovery buckets are per bucket of
+//! the horizon; client-side controls are per client when so scoped. After the runs the report
+//! reads `timeseries.csv` back (about 1.3 KB a row, the rows up to when the load can have
+//! ended) and draws the tallest chart, one panel per strategy, as a bitmap.
 
-use super::spec::{PolicySpec, Scope, ServerSpec, WorkloadSpec};
+use super::spec::{FaultSpec, PolicySpec, Scope, ServerSpec, WorkloadSpec};
 use super::{Experiment, Point};
 
 /// Bytes per live operation: its slot, and two pending events (a timer and a hop).
@@ -19,15 +25,26 @@ const PER_CLIENT: f64 = 4.0;
 /// Bytes per worker and per queued request.
 const PER_WORKER: f64 = 48.0;
 const PER_QUEUED: f64 = 40.0;
-/// Bytes per time-series bucket in a run, and per second of recovery buckets.
-const PER_BUCKET: f64 = 9.0 * 8.0 + 16.0;
+/// Bytes per time-series bucket in a run (its counts and two counters), times the runs a
+/// thread holds (its own and the four of the sweep's window), plus the cell's running mean
+/// and variance of every series; and per second of recovery buckets.
+const PER_BUCKET: f64 = (10.0 * 8.0 + 16.0) * 5.0 + 11.0 * 32.0;
 const PER_RECOVERY_SECOND: f64 = 40.0;
 /// Per-client control state (a breaker is 88 bytes, a ratio budget about 120).
 const PER_CLIENT_CONTROLS: f64 = 128.0;
 /// What a run holds whatever its size (the event queue's ring, histograms, buffers).
 const FIXED_PER_RUN: f64 = 1.0e6;
 /// The process itself (code, allocator, output buffers).
-const FIXED: f64 = 8.0e6;
+const FIXED: f64 = 6.0e6;
+/// The report: the page and its charts, whatever the sweep (measured: 5 to 14 MB for
+/// `plot` of the shipped results without `timeseries.csv`), and each cell's share.
+const REPORT_FIXED: f64 = 8.0e6;
+const REPORT_PER_CELL: f64 = 40.0e3;
+/// A row of `timeseries.csv` read back by the report (its cells as strings and the parsed
+/// row; measured 1.28 KB on loyalty-batch).
+const REPORT_PER_SERIES_ROW: f64 = 1300.0;
+/// The tallest chart's bitmap: 800 px wide, 3 bytes a pixel, 110 px and 330 per panel.
+const CHART_WIDTH_BYTES: f64 = 800.0 * 3.0;
 /// Events per attempt: a send, an arrival, a completion, an answer, a timer.
 const EVENTS_PER_ATTEMPT: f64 = 4.0;
 
@@ -39,7 +56,9 @@ pub struct Cost {
     /// Events per run with every attempt made (first attempts only, and all `max_attempts`).
     pub events_per_run: (f64, f64),
     pub bytes_per_run: f64,
-    /// With `threads` runs at once.
+    /// Drawing the report after the runs.
+    pub report_bytes: f64,
+    /// The process, with `threads` runs at once, and the report.
     pub peak_bytes: f64,
     /// The key whose value drives the memory most.
     pub driver: &'static str,
@@ -54,13 +73,89 @@ pub fn estimate(exp: &Experiment, threads: usize) -> Cost {
             worst = Some(c);
         }
     }
-    worst.unwrap_or(Cost {
+    let report = report_bytes(exp);
+    let mut cost = worst.unwrap_or(Cost {
         ops_per_run: 0.0,
         events_per_run: (0.0, 0.0),
         bytes_per_run: 0.0,
+        report_bytes: 0.0,
         peak_bytes: FIXED,
         driver: "",
-    })
+    });
+    cost.report_bytes = report;
+    cost.peak_bytes += report;
+    cost
+}
+
+/// What drawing the report takes: the page, each cell's share, and with a time series its
+/// rows read back and the tallest chart (one panel per strategy).
+fn report_bytes(exp: &Experiment) -> f64 {
+    let strategies = exp.points.first().map_or(0, |p| p.strategies.len()) as f64;
+    let cells = exp.points.len() as f64 * strategies;
+    let series = if exp.timeseries {
+        let rows: f64 = exp
+            .points
+            .iter()
+            .map(|p| (busy_s(p) / p.spec.output.bucket.span().as_secs_f64()).ceil() + 1.0)
+            .sum::<f64>()
+            * strategies;
+        rows * REPORT_PER_SERIES_ROW + CHART_WIDTH_BYTES * (110.0 + 330.0 * strategies)
+    } else {
+        0.0
+    };
+    REPORT_FIXED + cells * REPORT_PER_CELL + series
+}
+
+/// Up to when a point's runs can be busy, in seconds, at most the horizon: `timeseries.csv`
+/// leaves out the buckets after the last one where anything happened. An open workload's load
+/// ends with its duration, and its last operations within their longest life; a closed
+/// client's operations each take at most every attempt (service, round trip, timeout) and the
+/// longest delay before each retry (its backoff, or a fault's Retry-After when honoured).
+fn busy_s(p: &Point) -> f64 {
+    let spec = &p.spec;
+    let horizon_s = spec.horizon.span().as_secs_f64();
+    let s = |d: super::Duration| d.span().as_secs_f64();
+    let longest_life = p.strategies.iter().map(|st| lifetime_s(&st.policy, horizon_s)).fold(0.0, f64::max);
+    match &spec.workload {
+        WorkloadSpec::Open { duration, .. } => (s(*duration) + longest_life).min(horizon_s),
+        WorkloadSpec::Closed { ops_per_client, think_time, ramp, .. } => {
+            let service = match &spec.server {
+                ServerSpec::Queue(q) => super::capacity::mean_s(&q.service_time),
+                ServerSpec::Occ {} => 0.0,
+            };
+            let rtt = 2.0 * super::capacity::mean_s(&spec.network.latency);
+            let retry_after = match &spec.server {
+                ServerSpec::Queue(q) => q
+                    .faults
+                    .iter()
+                    .filter_map(|f| match f {
+                        FaultSpec::Outage { retry_after, .. } | FaultSpec::Errors { retry_after, .. } => {
+                            retry_after.map(s)
+                        }
+                        _ => None,
+                    })
+                    .fold(0.0, f64::max),
+                ServerSpec::Occ {} => 0.0,
+            };
+            let op = p
+                .strategies
+                .iter()
+                .map(|st| {
+                    let pol = &st.policy;
+                    let Some(n) = pol.max_attempts else { return horizon_s };
+                    let n = n as f64;
+                    let attempt = service + rtt + pol.timeout.map_or(0.0, s);
+                    let ra = if pol.honor_retry_after {
+                        pol.retry_after_cap.map_or(retry_after, |c| retry_after.min(s(c)))
+                    } else {
+                        0.0
+                    };
+                    n * attempt + (n - 1.0) * longest_backoff_s(&pol.backoff, n).max(ra)
+                })
+                .fold(0.0, f64::max);
+            (s(*ramp) + *ops_per_client as f64 * (s(*think_time) + op)).min(horizon_s)
+        }
+    }
 }
 
 fn point(p: &Point, threads: usize) -> Cost {
@@ -80,15 +175,24 @@ fn point(p: &Point, threads: usize) -> Cost {
             let end = duration.span().as_secs_f64().min(horizon_s);
             let ops = arrivals(*rate, schedule.iter().map(|s| (s.at.span().as_secs_f64(), s.rate)), end);
             let peak_rate = schedule.iter().map(|s| s.rate).fold(*rate, f64::max);
-            let lifetime =
-                spec.strategies.iter().map(|s| lifetime_s(&s.policy, horizon_s)).fold(0.0, f64::max);
-            ((ops), (peak_rate * lifetime).min(ops), *clients as f64, "workload.rate")
+            let lifetime = in_flight_s(p, horizon_s);
+            (ops, (peak_rate * lifetime).min(ops), *clients as f64, "workload.rate")
         }
     };
     let (server, server_key) = match &spec.server {
         ServerSpec::Queue(q) => {
-            let queued = q.queue.map_or(live, |n| (n as f64).min(live.max(n as f64)));
-            (q.concurrency as f64 * PER_WORKER + queued * PER_QUEUED, "server.concurrency")
+            // A queued request whose client gave up still holds its operation: a backlog of
+            // abandoned attempts keeps a slot per operation, shared by its attempts.
+            let (queued, attempts) = p
+                .strategies
+                .iter()
+                .map(|s| {
+                    let n = s.policy.max_attempts.unwrap_or(1).max(1) as f64;
+                    (super::capacity::backlog_peak(p, q, &s.policy), n)
+                })
+                .fold((0.0, 1.0), |a, b| if b.0 > a.0 { b } else { a });
+            let key = if q.queue.is_none() { "server.queue" } else { "server.concurrency" };
+            (q.concurrency as f64 * PER_WORKER + queued * (PER_QUEUED + PER_OP / attempts), key)
         }
         ServerSpec::Occ {} => (0.0, ""),
     };
@@ -116,9 +220,39 @@ fn point(p: &Point, threads: usize) -> Cost {
         ops_per_run: ops,
         events_per_run: (ops * EVENTS_PER_ATTEMPT, ops * EVENTS_PER_ATTEMPT * max_attempts),
         bytes_per_run: bytes,
+        report_bytes: 0.0,
         peak_bytes: FIXED + bytes * threads.max(1) as f64,
         driver,
     }
+}
+
+/// How long an open workload's operations stay in flight, in seconds: an attempt's service,
+/// round trip and longest queue wait (the fluid backlog over the capacity), plus the time the
+/// outages and error faults last (operations caught in them retry through them); the longest
+/// an operation can last (`lifetime_s`) when the backlog's wait exceeds a strategy's timeout
+/// (a retry storm, every attempt made).
+fn in_flight_s(p: &Point, horizon_s: f64) -> f64 {
+    let longest = p.strategies.iter().map(|s| lifetime_s(&s.policy, horizon_s)).fold(0.0, f64::max);
+    let ServerSpec::Queue(q) = &p.spec.server else { return longest };
+    let s = |d: super::Duration| d.span().as_secs_f64();
+    let service = super::capacity::mean_s(&q.service_time);
+    let capacity = q.concurrency as f64 / service.max(1e-9);
+    let mut wait: f64 = 0.0;
+    for st in &p.strategies {
+        let w = super::capacity::backlog_peak(p, q, &st.policy) / capacity;
+        if st.policy.timeout.is_some_and(|t| w > s(t)) {
+            return longest;
+        }
+        wait = wait.max(w);
+    }
+    let failing: f64 = q
+        .faults
+        .iter()
+        .filter(|f| matches!(f, FaultSpec::Outage { .. } | FaultSpec::Errors { .. }))
+        .map(|f| s(f.window().1))
+        .sum();
+    let typical = service + 2.0 * super::capacity::mean_s(&p.spec.network.latency) + wait + failing;
+    typical.min(longest)
 }
 
 /// Expected arrivals up to `end` seconds with a piecewise-constant rate.

@@ -8,6 +8,7 @@
 //! # Ok::<(), retrysim::experiment::ConfigError>(())
 //! ```
 
+pub mod capacity;
 pub mod cost;
 pub mod duration;
 mod error;

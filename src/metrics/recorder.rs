@@ -216,9 +216,11 @@ impl RunRecorder {
         self.calls_per_ms[self.last_ms_slot] += 1;
     }
 
+    /// A request reached the server at `now` (after every gateway layer).
     #[inline]
-    pub fn server_call(&mut self) {
+    pub fn server_call(&mut self, now: Instant) {
         self.server_calls += 1;
+        self.series.count(Count::ServerCalls, now);
     }
 
     /// The server took a request in at `now`: a worker started it (`queued = false`), it waits

@@ -6,8 +6,9 @@
 use crate::engine::{Instant, Span};
 
 /// The series, in CSV order.
-pub const SERIES: [&str; 10] = [
+pub const SERIES: [&str; 11] = [
     "offered",
+    "server_calls",
     "accepted",
     "rejected",
     "successes",
@@ -21,8 +22,12 @@ pub const SERIES: [&str; 10] = [
 
 /// Unit and meaning of each series, in [`SERIES`]'s order (Markdown, for docs/outputs.md),
 /// with the summary metric its total over buckets equals, where there is one.
-pub const SERIES_MEANING: [(&str, &str); 10] = [
+pub const SERIES_MEANING: [(&str, &str); 11] = [
     ("attempts per bucket", "attempts sent by clients (total over buckets: `calls`)"),
+    (
+        "requests per bucket",
+        "requests that reached the server, after every gateway layer's retries (above `offered` behind a retrying gateway; below it while requests are lost or in flight) (total over buckets: `server_calls`)",
+    ),
     (
         "requests per bucket",
         "requests the server took in: started, queued, answered from the dedup store (a repeat of a finished idempotency key, answered its stored result without the work), or parked on a key in progress (`on_in_progress = \"wait\"`, answered later); an `after_effect` error counts as accepted (the work is done)",
@@ -48,17 +53,18 @@ pub const SERIES_MEANING: [(&str, &str); 10] = [
 #[repr(usize)]
 pub enum Count {
     Offered = 0,
-    Accepted = 1,
-    Rejected = 2,
-    Successes = 3,
-    Failures = 4,
-    Timeouts = 5,
-    InService = 6,
-    Queued = 7,
-    Duplicates = 8,
+    ServerCalls = 1,
+    Accepted = 2,
+    Rejected = 3,
+    Successes = 4,
+    Failures = 5,
+    Timeouts = 6,
+    InService = 7,
+    Queued = 8,
+    Duplicates = 9,
 }
 
-const COUNTS: usize = 9;
+const COUNTS: usize = 10;
 
 /// One bucket of one run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -235,9 +241,10 @@ mod tests {
         s.op_ended(t(100), t(2500), true);
         s.op_ended(t(100), t(2600), false);
         s.op_ended(t(100), t(2700), true);
-        assert_eq!(s.row(0)[9], Some(0.5), "2 of the 4 started in bucket 0 succeeded");
-        assert_eq!(s.row(2)[9], None, "nothing started in bucket 2");
-        assert_eq!((s.row(2)[3], s.row(2)[4]), (Some(2.0), Some(1.0)), "ends by end time");
+        let (ok, fail, rate) = (Count::Successes as usize, Count::Failures as usize, COUNTS);
+        assert_eq!(s.row(0)[rate], Some(0.5), "2 of the 4 started in bucket 0 succeeded");
+        assert_eq!(s.row(2)[rate], None, "nothing started in bucket 2");
+        assert_eq!((s.row(2)[ok], s.row(2)[fail]), (Some(2.0), Some(1.0)), "ends by end time");
     }
 
     #[test]
@@ -248,7 +255,7 @@ mod tests {
         // Nothing changes for two seconds: buckets 0 and 1 end with (5, 2).
         s.levels(t(2100), 1, 0);
         s.finish();
-        let levels = |i| (s.row(i)[6], s.row(i)[7]);
+        let levels = |i| (s.row(i)[Count::InService as usize], s.row(i)[Count::Queued as usize]);
         assert_eq!(levels(0), (Some(5.0), Some(2.0)));
         assert_eq!(levels(1), (Some(5.0), Some(2.0)));
         assert_eq!(levels(2), (Some(1.0), Some(0.0)));

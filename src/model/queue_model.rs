@@ -411,7 +411,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     ) {
         let mut req = Request::new(op, attempt, gives_up_at);
         let now = s.now();
-        self.rec.server_call();
+        self.rec.server_call(now);
         if !PLAIN && self.keys != KeyMode::None {
             req.key_tag = self.key_tag(req.op);
         }

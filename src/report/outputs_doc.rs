@@ -51,7 +51,7 @@ const MANIFEST: &[(&str, &str)] = &[
     ("strategies", "the strategies' names, in row order"),
     (
         "points",
-        "per sweep point: `values` (the swept keys' values, as in the CSV columns), `capacity_rps` (requests per second the server completes at full load, `null` for the OCC resource) and `faults` (each fault's `kind`, `start_s`, `end_s` and `factor`, the capacity or slowdown factor, `null` for other kinds, for the charts' shading and capacity line)",
+        "per sweep point: `values` (the swept keys' values, as in the CSV columns), `capacity_rps` (requests per second the server completes at full load, `null` for the OCC resource), `concurrency` (its workers, `null` for the OCC resource) and `faults` (each fault's `kind`, `start_s`, `end_s` and `factor`, the capacity or slowdown factor, `null` for other kinds, for the charts' shading and capacity line)",
     ),
     (
         "fingerprint",

@@ -47,6 +47,8 @@ pub struct Point {
     pub values: Vec<String>,
     /// The server's nominal capacity in requests per second, when known.
     pub capacity_rps: Option<f64>,
+    /// The server's workers, when known (a capacity fault leaves `floor(factor x workers)`).
+    pub concurrency: Option<u32>,
     /// Fault windows of this point.
     pub faults: Vec<Fault>,
 }
@@ -299,6 +301,7 @@ impl ResultSet {
                     set.points.push(Point {
                         values: values.clone(),
                         capacity_rps: known.and_then(|p| p.capacity_rps),
+                        concurrency: known.and_then(|p| p.concurrency),
                         faults: known.map(|p| p.faults.clone()).unwrap_or_default(),
                     });
                     point_index.insert(values, set.points.len() - 1);

@@ -6,7 +6,8 @@
 //! Every field is optional when read (`#[serde(default)]`), so that a folder written before a
 //! field existed still plots: the report then falls back on what the CSV files say.
 
-use crate::experiment::{DistSpec, Experiment, FaultSpec, ServerSpec};
+use crate::experiment::capacity::mean_s;
+use crate::experiment::{Experiment, FaultSpec, ServerSpec};
 use crate::sweep::{Cell, Shard};
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +68,10 @@ pub struct PointInfo {
     /// Requests per second the server completes at full load (workers / mean service time);
     /// `null` when it has no such number (the OCC resource).
     pub capacity_rps: Option<f64>,
+    /// The server's workers (`concurrency`), so that the capacity line rounds a capacity
+    /// fault's workers down as the model does; `null` for the OCC resource (and in manifests
+    /// written before it existed).
+    pub concurrency: Option<u32>,
     pub faults: Vec<FaultInfo>,
 }
 
@@ -154,7 +159,7 @@ impl Manifest {
 }
 
 fn point_info(values: &[String], server: &ServerSpec) -> PointInfo {
-    let (capacity_rps, faults) = match server {
+    let (capacity_rps, concurrency, faults) = match server {
         ServerSpec::Queue(q) => {
             let mean_s = mean_s(&q.service_time);
             let capacity = (mean_s > 0.0).then(|| q.concurrency as f64 / mean_s);
@@ -178,56 +183,9 @@ fn point_info(values: &[String], server: &ServerSpec) -> PointInfo {
                     }
                 })
                 .collect();
-            (capacity, faults)
+            (capacity, Some(q.concurrency), faults)
         }
-        ServerSpec::Occ {} => (None, Vec::new()),
+        ServerSpec::Occ {} => (None, None, Vec::new()),
     };
-    PointInfo { values: values.to_vec(), capacity_rps, faults }
-}
-
-/// The mean of a duration distribution, in seconds (the folded normal's exactly).
-fn mean_s(d: &DistSpec) -> f64 {
-    let s = |d: crate::experiment::Duration| d.span().as_secs_f64();
-    match *d {
-        DistSpec::Constant { value } => s(value),
-        DistSpec::Uniform { low, high } => (s(low) + s(high)) / 2.0,
-        DistSpec::Exponential { mean } => s(mean),
-        DistSpec::Lognormal { median, sigma } => s(median) * (sigma * sigma / 2.0).exp(),
-        DistSpec::Normal { mean, sd } => {
-            let (m, sd) = (s(mean), s(sd));
-            if sd == 0.0 {
-                return m;
-            }
-            // E|X| for X ~ N(m, sd^2): sd sqrt(2/pi) exp(-m^2 / 2sd^2) + m (1 - 2 Phi(-m/sd)).
-            let z = m / sd;
-            sd * (2.0 / std::f64::consts::PI).sqrt() * (-z * z / 2.0).exp() + m * (1.0 - 2.0 * phi(-z))
-        }
-    }
-}
-
-/// The standard normal CDF (Abramowitz-Stegun 7.1.26 through erf; 1e-7 is plenty here).
-fn phi(x: f64) -> f64 {
-    let t = 1.0 / (1.0 + 0.3275911 * x.abs() / std::f64::consts::SQRT_2);
-    let poly =
-        t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-    let erf = 1.0 - poly * (-(x * x) / 2.0).exp();
-    if x >= 0.0 { 0.5 * (1.0 + erf) } else { 0.5 * (1.0 - erf) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::experiment::Duration;
-
-    #[test]
-    fn capacity_from_the_mean_service_time() {
-        let ms = |v: u64| Duration(v * 1_000_000);
-        assert!((mean_s(&DistSpec::Exponential { mean: ms(100) }) - 0.1).abs() < 1e-12);
-        assert!((mean_s(&DistSpec::Uniform { low: ms(10), high: ms(30) }) - 0.02).abs() < 1e-12);
-        // |N(10, 2)| is N(10, 2) to many digits; |N(0, 1)| has mean sqrt(2/pi).
-        assert!((mean_s(&DistSpec::Normal { mean: ms(10), sd: ms(2) }) - 0.01).abs() < 1e-9);
-        let folded = mean_s(&DistSpec::Normal { mean: ms(0), sd: ms(1000) });
-        assert!((folded - (2.0 / std::f64::consts::PI).sqrt()).abs() < 1e-6);
-        assert!((phi(0.0) - 0.5).abs() < 1e-9 && (phi(1.96) - 0.975).abs() < 1e-4);
-    }
+    PointInfo { values: values.to_vec(), capacity_rps, concurrency, faults }
 }

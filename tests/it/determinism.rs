@@ -302,7 +302,8 @@ fn aws_study_is_byte_identical_across_threads_and_invocations() {
 
 /// Every admission stage at once: faults, the rate limiter, the dedup store (with requests
 /// parked on keys in progress), overload, "don't retry" rejections, `drop_expired`, losses and
-/// after-commit errors, under key modes none, per-op and per-attempt.
+/// after-commit errors, under key modes none (behind a retrying gateway layer), per-op and
+/// per-attempt.
 const STAGES_EXPERIMENT: &str = r#"
 name = "determinism-stages"
 seed = 13
@@ -347,6 +348,7 @@ retry_after_cap = "1s"
 [[strategies]]
 name = "none"
 backoff = { kind = "full-jitter", base = "20ms", cap = "1s" }
+layers = [{ name = "edge", max_attempts = 2, timeout = "200ms" }]
 
 [[strategies]]
 name = "per-op"
@@ -403,6 +405,11 @@ fn every_stage_on_gives_identical_files_and_series_that_add_up_to_the_summary() 
             close(total("accepted") + total("rejected"), summary("server_calls")),
             "{shown}: accepted + rejected vs server_calls"
         );
+        assert!(close(total("server_calls"), summary("server_calls")), "{shown}: server_calls");
+        if strategy == "none" {
+            // Its gateway layer retries: more calls reach the server than clients send.
+            assert!(total("server_calls") > total("offered"), "{shown}: the layer's retries");
+        }
         // The scenario exercises what it claims.
         assert!(total("rejected") > 0.0 && summary("failed") > 0.0, "{shown}");
         if strategy == "per-op" {

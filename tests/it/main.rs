@@ -16,6 +16,7 @@ mod controls;
 mod determinism;
 mod docs;
 mod layers;
+mod memory;
 mod no_alloc;
 mod queue_equivalence;
 mod queueing_theory;

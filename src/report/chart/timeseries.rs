@@ -1,7 +1,9 @@
 //! From timeseries.csv: one panel per strategy (small multiples with shared axes): offered
-//! calls per second against the server's capacity (following capacity faults and slowdowns)
-//! and successes per second above, the queue length below, each fault window shaded and
-//! labelled on its own. One chart per sweep point, for at most
+//! calls per second and the calls that reached the server (after gateway layers) against the
+//! server's capacity as it was (following capacity faults, slowdowns and outages), and
+//! successes per second above, the queue length below, each fault window shaded and labelled
+//! on its own. The model has no replicas: its one server's workers are all the capacity there
+//! is. One chart per sweep point, for at most
 //! [`ReportOptions::max_timeseries`] points. Empty buckets are left out, never drawn as 0.
 
 use super::axis::Axis;
@@ -35,6 +37,9 @@ pub struct StrategyPanel {
     pub name: String,
     /// (bucket start s, offered calls/s).
     pub offered: Vec<(f64, f64)>,
+    /// (bucket start s, calls/s that reached the server); empty in folders written before
+    /// `server_calls` was a series.
+    pub server_calls: Vec<(f64, f64)>,
     /// (bucket start s, successes/s).
     pub successes: Vec<(f64, f64)>,
     /// (bucket start s, requests queued at the bucket's end).
@@ -57,23 +62,30 @@ pub struct TimeseriesChart {
     pub faults: Vec<Fault>,
 }
 
-/// The server's capacity over `[0, end)` as a step line through `(time, requests/s)`:
-/// `nominal` times the `factor` of every capacity fault in force, divided by the `factor`
-/// of every slowdown in force (as the model multiplies them). Faults without a factor
-/// (outages, error faults, manifests written before factors were recorded) leave it as it
-/// is.
-pub fn capacity_steps(nominal: f64, faults: &[Fault], end: f64) -> Vec<(f64, f64)> {
+/// The server's capacity over `[0, end)` as a step line through `(time, requests/s)`, as the
+/// model applies the faults (`model/server/faults.rs`): `nominal` times the usable share of
+/// the `workers` (`floor(workers x the product of the capacity factors in force) / workers`;
+/// the bare product when the workers are unknown), divided by the `factor` of every slowdown
+/// in force, and 0 during an outage (no request is served). Error faults, and faults without
+/// a factor (manifests written before factors were recorded), leave it as it is.
+pub fn capacity_steps(nominal: f64, workers: Option<u32>, faults: &[Fault], end: f64) -> Vec<(f64, f64)> {
     let mut cuts: Vec<f64> = vec![0.0, end];
     cuts.extend(faults.iter().flat_map(|f| [f.start_s, f.end_s]).filter(|t| *t > 0.0 && *t < end));
     cuts.sort_by(f64::total_cmp);
     cuts.dedup();
     let at = |t: f64| {
-        faults.iter().filter(|f| f.start_s <= t && t < f.end_s).fold(nominal, |c, f| {
-            match (f.kind.as_str(), f.factor) {
-                ("capacity", Some(k)) => c * k,
-                ("slowdown", Some(k)) if k > 0.0 => c / k,
-                _ => c,
-            }
+        let active = || faults.iter().filter(|f| f.start_s <= t && t < f.end_s);
+        if active().any(|f| f.kind == "outage") {
+            return 0.0;
+        }
+        let share: f64 = active().filter(|f| f.kind == "capacity").filter_map(|f| f.factor).product();
+        let share = match workers {
+            Some(n) if n > 0 => (n as f64 * share).floor() / n as f64,
+            _ => share,
+        };
+        active().fold(nominal * share, |c, f| match (f.kind.as_str(), f.factor) {
+            ("slowdown", Some(k)) if k > 0.0 => c / k,
+            _ => c,
         })
     };
     cuts.windows(2).flat_map(|w| [(w[0], at(w[0])), (w[1], at(w[0]))]).collect()
@@ -94,6 +106,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
         return Vec::new();
     };
     let queued = ts.series_index("queued");
+    let server_calls = ts.series_index("server_calls");
     // An empty cell is no bucket: left out, not drawn as 0.
     let series = |rows: &[&crate::report::table::TimeRow], i: usize, scale: f64| -> Vec<(f64, f64)> {
         rows.iter().filter_map(|r| r.mean[i].map(|v| (r.t_s, v / scale))).collect()
@@ -113,6 +126,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
                     strategy: s,
                     name: set.strategies[s].clone(),
                     offered: series(&rows, off, ts.bucket_s),
+                    server_calls: server_calls.map(|c| series(&rows, c, ts.bucket_s)).unwrap_or_default(),
                     successes: series(&rows, ok, ts.bucket_s),
                     queued: queued.map(|q| series(&rows, q, 1.0)).unwrap_or_default(),
                 })
@@ -125,11 +139,13 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
         let t_end =
             panels.iter().flat_map(|pn| pn.offered.last().map(|l| l.0 + ts.bucket_s)).fold(0.0, f64::max);
         let t_end = if t_end > 0.0 { t_end } else { 1.0 };
-        let capacity =
-            point.capacity_rps.map(|c| capacity_steps(c, &point.faults, t_end)).unwrap_or_default();
+        let capacity = point
+            .capacity_rps
+            .map(|c| capacity_steps(c, point.concurrency, &point.faults, t_end))
+            .unwrap_or_default();
         let rates = panels
             .iter()
-            .flat_map(|pn| pn.offered.iter().chain(&pn.successes).map(|v| v.1))
+            .flat_map(|pn| pn.offered.iter().chain(&pn.server_calls).chain(&pn.successes).map(|v| v.1))
             .chain(capacity.iter().map(|c| c.1));
         let queues = panels.iter().flat_map(|pn| pn.queued.iter().map(|v| v.1));
         let (capped, at) = super::point_notes(set, shown.len(), p, "; the others are in timeseries.csv");
@@ -137,14 +153,20 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
             stem: stems[p].clone(),
             title: format!("Load over time{at}"),
             caption: format!(
-                "Mean over runs per {} s bucket: offered calls per second (strategy colour) against the server's \
+                "Mean over runs per {} s bucket: offered calls per second (strategy colour){} against the server's \
                  capacity (dashed{}), successes per second (dark), and requests queued at each bucket's end (lower \
                  panel). Shaded: each fault window, numbered with its kind (and factor).{capped}",
                 stats::sig(ts.bucket_s, 3),
+                if server_calls.is_some() {
+                    ", calls that reached the server after every gateway layer (dotted, strategy colour; \
+                     on the offered line when no layer retries)"
+                } else {
+                    ""
+                },
                 if point.capacity_rps.is_none() {
                     "; unknown here, not drawn"
                 } else {
-                    ": times each capacity fault's factor, divided by each slowdown's"
+                    ": the workers a capacity fault leaves, divided by each slowdown's factor, 0 in an outage"
                 }
             ),
             section: "Time series",
@@ -164,10 +186,11 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
 
 impl TimeseriesChart {
     fn legend_entries(&self) -> Vec<LegendEntry> {
-        let mut e = vec![
-            LegendEntry::Line(INK, "offered calls/s (strategy colour)".into()),
-            LegendEntry::Line(SUCCESS, "successes/s".into()),
-        ];
+        let mut e = vec![LegendEntry::Line(INK, "offered calls/s (strategy colour)".into())];
+        if self.panels.iter().any(|p| !p.server_calls.is_empty()) {
+            e.push(LegendEntry::Line(INK, "server calls/s (dotted, strategy colour)".into()));
+        }
+        e.extend([LegendEntry::Line(SUCCESS, "successes/s".into())]);
         if !self.capacity.is_empty() {
             e.push(LegendEntry::Line(CAPACITY, "capacity (requests/s)".into()));
         }
@@ -261,6 +284,18 @@ impl TimeseriesChart {
                 strategy_color(panel.strategy).stroke_width(2),
             ))
             .map_err(err)?;
+        // Above the offered line, so that where a gateway retries the gap shows, and where it
+        // does not the dots sit on the line.
+        if !panel.server_calls.is_empty() {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    steps(&panel.server_calls, self.t.hi),
+                    2,
+                    4,
+                    strategy_color(panel.strategy).stroke_width(3),
+                ))
+                .map_err(err)?;
+        }
         Ok(())
     }
 
@@ -302,13 +337,14 @@ mod tests {
     }
 
     #[test]
-    fn the_capacity_line_follows_capacity_faults_and_slowdowns() {
+    fn the_capacity_line_follows_every_fault_as_the_model_applies_it() {
         let faults = [
             fault("capacity", 10.0, 15.0, Some(0.5)),
             fault("slowdown", 15.0, 20.0, Some(4.0)),
             fault("outage", 30.0, 35.0, None),
+            fault("errors", 35.0, 38.0, None),
         ];
-        let steps = capacity_steps(1000.0, &faults, 40.0);
+        let steps = capacity_steps(1000.0, Some(120), &faults, 40.0);
         assert_eq!(
             steps,
             [
@@ -320,18 +356,30 @@ mod tests {
                 (20.0, 250.0),
                 (20.0, 1000.0),
                 (30.0, 1000.0),
-                (30.0, 1000.0),
+                (30.0, 0.0),
+                (35.0, 0.0),
                 (35.0, 1000.0),
-                (35.0, 1000.0),
+                (38.0, 1000.0),
+                (38.0, 1000.0),
                 (40.0, 1000.0)
-            ]
+            ],
+            "an outage serves nothing; an error fault leaves the capacity"
         );
         // Overlapping capacity faults multiply, as the model's do.
         let both = [fault("capacity", 0.0, 10.0, Some(0.5)), fault("capacity", 5.0, 10.0, Some(0.5))];
-        assert_eq!(capacity_steps(100.0, &both, 10.0), [(0.0, 50.0), (5.0, 50.0), (5.0, 25.0), (10.0, 25.0)]);
+        assert_eq!(
+            capacity_steps(100.0, Some(100), &both, 10.0),
+            [(0.0, 50.0), (5.0, 50.0), (5.0, 25.0), (10.0, 25.0)]
+        );
+        // The model rounds the workers down: 0.5 x 5 workers leaves 2, 40 % of the capacity.
+        let odd = [fault("capacity", 0.0, 1.0, Some(0.5))];
+        assert_eq!(capacity_steps(100.0, Some(5), &odd, 1.0), [(0.0, 40.0), (1.0, 40.0)]);
+        assert_eq!(capacity_steps(100.0, None, &odd, 1.0), [(0.0, 50.0), (1.0, 50.0)], "workers unknown");
         // Without factors (an older manifest) it stays flat.
         assert!(
-            capacity_steps(100.0, &[fault("capacity", 1.0, 2.0, None)], 3.0).iter().all(|s| s.1 == 100.0)
+            capacity_steps(100.0, None, &[fault("capacity", 1.0, 2.0, None)], 3.0)
+                .iter()
+                .all(|s| s.1 == 100.0)
         );
     }
 
