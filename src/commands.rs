@@ -132,7 +132,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
     only(&mut exp, &a.only)?;
     exp.command_line = command_line();
     // A bad --rank, --where or --reference is bad input: refused before anything runs.
-    let report_opts = report_options(&a.rank, true)?;
+    let report_opts = report_options(&a.rank, Some(&exp.windows))?;
     let shard = shard(a.shard.as_deref())?;
     if !a.quiet {
         warn(&a.file, &exp);
@@ -228,7 +228,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
 
 /// `retrysim plot DIR`: redraw the report from the files, and print the comparison.
 pub fn plot(a: &PlotArgs) -> Result<(), Error> {
-    let opts = report_options(&a.rank, false)?;
+    let opts = report_options(&a.rank, None)?;
     let mut set = report::ResultSet::read_dir(&a.dir)?;
     if !a.only.strategies.is_empty() {
         set.keep_strategies(&a.only.strategies).map_err(|reason| Error::Flag {
@@ -288,7 +288,7 @@ fn command_line() -> Vec<String> {
 }
 
 /// The report's options from `--rank`, `--where` and `--reference` (see [`rank_constraints`]).
-fn report_options(r: &RankArgs, known_metrics: bool) -> Result<report::ReportOptions, Error> {
+fn report_options(r: &RankArgs, known_metrics: Option<&[String]>) -> Result<report::ReportOptions, Error> {
     let constraints = rank_constraints(r, known_metrics)?;
     let reference =
         r.reference.iter().map(|t| report::verdict::parse_reference(t)).collect::<Result<Vec<_>, _>>()?;
@@ -307,7 +307,7 @@ fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
 /// [`summary_text`] of a result set already read.
 fn summary_of(set: &report::ResultSet, r: &RankArgs) -> Result<String, Error> {
     let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let mut verdict = report::verdict(set, &report_options(r, false)?.verdict)?.text();
+    let mut verdict = report::verdict(set, &report_options(r, None)?.verdict)?.text();
     if let Some(line) = report::partial_line(&set.manifest) {
         verdict = format!("{line}\n{verdict}");
     }
@@ -315,7 +315,7 @@ fn summary_of(set: &report::ResultSet, r: &RankArgs) -> Result<String, Error> {
         let opts = report::CompareOptions { color, ..Default::default() };
         return Ok(format!("{verdict}\n{}", report::comparison(set, &opts)));
     }
-    let constraints = rank_constraints(r, false)?;
+    let constraints = rank_constraints(r, None)?;
     let metric = r.rank.as_deref().unwrap_or("success_rate");
     Ok(format!("{verdict}\n{}", report::rank(set, metric, &constraints)?))
 }
@@ -392,17 +392,18 @@ pub fn tune(a: &TuneArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// The `--where` constraints, parsed; with `known_metrics`, `--rank`'s and their metrics must
-/// be columns of runs.csv (for `run`, which has not written them yet; `plot` checks them
-/// against the folder's files).
-fn rank_constraints(r: &RankArgs, known_metrics: bool) -> Result<Vec<Constraint>, Error> {
+/// The `--where` constraints, parsed; with `known_metrics` (the experiment's windows),
+/// `--rank`'s and their metrics must be columns of runs.csv (for `run`, which has not written
+/// them yet; `plot` checks them against the folder's files).
+fn rank_constraints(r: &RankArgs, known_metrics: Option<&[String]>) -> Result<Vec<Constraint>, Error> {
     let constraints = r
         .constraints
         .iter()
         .map(|c| Constraint::parse(c).map_err(report::ReportError::from))
         .collect::<Result<Vec<_>, _>>()?;
-    if known_metrics {
-        let names = crate::metrics::METRICS.iter().map(|m| m.name);
+    if let Some(windows) = known_metrics {
+        let columns = crate::metrics::catalogue::columns(windows);
+        let names = columns.iter().map(String::as_str);
         for name in r.rank.iter().map(String::as_str).chain(constraints.iter().map(|c| c.metric.as_str())) {
             if !names.clone().any(|m| m == name) {
                 let hint = crate::suggest::closest(name, names.clone())

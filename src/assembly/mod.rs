@@ -13,8 +13,9 @@ pub mod network;
 pub mod server;
 pub mod workload;
 
+use crate::engine::Instant;
 use crate::experiment::{ExperimentSpec, ServerSpec, Strategy};
-use crate::metrics::RunMetrics;
+use crate::metrics::{RunMetrics, Window};
 use crate::model::{DefaultQueue, QueueChoice, RunParams, ServerKind};
 
 /// The parameters of a run of `strategy` at the point `spec`.
@@ -32,6 +33,15 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         gate: client::gate_params(strategy),
         keys: client::idempotency_keys(strategy),
         layers: strategy.policy.layers.iter().map(gateways::layer_policy).collect(),
+        windows: spec
+            .output
+            .windows
+            .values()
+            .map(|[start, end]| Window {
+                start: Instant::ZERO + start.span(),
+                end: Instant::ZERO + end.span(),
+            })
+            .collect(),
     }
 }
 

@@ -96,6 +96,10 @@ pub fn of(point: &Point) -> Option<Capacity> {
     let first_fault = q.faults.iter().map(|f| secs(f.window().0)).fold(f64::INFINITY, f64::min);
     let (offered_rps, closed) = match &spec.workload {
         WorkloadSpec::Open { .. } => (peak_rate(spec, 0.0, first_fault.min(secs(spec.horizon))), false),
+        // Each serial client starts a call every max(gap, call) on average (at least).
+        WorkloadSpec::Serial { clients, gap, .. } => {
+            (*clients as f64 / mean_s(gap).max(service_s + rtt_s).max(f64::MIN_POSITIVE), true)
+        }
         WorkloadSpec::Closed { clients, think_time, .. } => {
             (*clients as f64 / (secs(*think_time) + service_s + rtt_s).max(f64::MIN_POSITIVE), true)
         }

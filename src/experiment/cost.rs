@@ -117,7 +117,9 @@ fn busy_s(p: &Point) -> f64 {
     let s = |d: super::Duration| d.span().as_secs_f64();
     let longest_life = p.strategies.iter().map(|st| lifetime_s(&st.policy, horizon_s)).fold(0.0, f64::max);
     match &spec.workload {
-        WorkloadSpec::Open { duration, .. } => (s(*duration) + longest_life).min(horizon_s),
+        WorkloadSpec::Open { duration, .. } | WorkloadSpec::Serial { duration, .. } => {
+            (s(*duration) + longest_life).min(horizon_s)
+        }
         WorkloadSpec::Closed { ops_per_client, think_time, ramp, .. } => {
             let service = match &spec.server {
                 ServerSpec::Queue(q) => super::capacity::mean_s(&q.service_time),

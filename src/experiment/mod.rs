@@ -70,6 +70,9 @@ pub struct Experiment {
     pub runs: u32,
     /// Whether `timeseries.csv` is written (`[output] timeseries`).
     pub timeseries: bool,
+    /// The names of `[output] windows`, in name order: each adds its windowed metrics to
+    /// runs.csv and summary.csv ([`crate::metrics::catalogue::columns`]).
+    pub windows: Vec<String>,
     /// The swept keys, in file order: the leading columns of runs.csv and summary.csv.
     pub sweep_keys: Vec<String>,
     /// The cartesian product of the sweep values (one point when there is no `[sweep]`), the

@@ -38,6 +38,8 @@ pub struct OutputSpec {
     pub bucket: Duration,
     /// Whether to write `timeseries.csv`.
     pub timeseries: bool,
+    /// The windows measured on their own, `[start, end]` by name (in name order).
+    pub windows: std::collections::BTreeMap<String, [Duration; 2]>,
 }
 
 /// Who calls the server and when (DESIGN §3.1).

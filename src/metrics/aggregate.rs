@@ -6,30 +6,28 @@
 //! sums (and so the files) are the same on any number of threads.
 
 use super::RunMetrics;
-use super::catalogue::METRICS;
+use super::catalogue;
 use super::series::{SERIES, TimeSeries};
 use crate::stats::{Running, Stat};
 
 /// The summary statistics of one cell, run by run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct CellSummary {
     runs: u32,
+    /// One per column of [`catalogue::columns`] (sized by the first run).
     metrics: Vec<Running>,
-}
-
-impl Default for CellSummary {
-    fn default() -> Self {
-        CellSummary { runs: 0, metrics: vec![Running::default(); METRICS.len()] }
-    }
 }
 
 impl CellSummary {
     /// Adds the next run (a metric without a value in this run is left out of its statistic).
     pub fn push(&mut self, m: &RunMetrics) {
         self.runs += 1;
-        for (acc, metric) in self.metrics.iter_mut().zip(METRICS) {
-            if let Some(x) = (metric.read)(m).as_f64() {
-                acc.push(x);
+        for (i, v) in catalogue::values(m).enumerate() {
+            if i == self.metrics.len() {
+                self.metrics.push(Running::default());
+            }
+            if let Some(x) = v.as_f64() {
+                self.metrics[i].push(x);
             }
         }
     }
@@ -38,7 +36,7 @@ impl CellSummary {
         self.runs
     }
 
-    /// One statistic per metric, in [`METRICS`] order.
+    /// One statistic per metric, in [`catalogue::columns`] order.
     pub fn stats(&self) -> impl Iterator<Item = Stat> + '_ {
         self.metrics.iter().map(Running::stat)
     }

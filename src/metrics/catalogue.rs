@@ -3,8 +3,12 @@
 //! better and a one-line meaning. runs.csv and summary.csv take their columns from it; the
 //! charts, the comparison, `tune`, `--rank` and docs/outputs.md take their words from it.
 //! Names and meanings are DESIGN §5's contract.
+//!
+//! `[output] windows` add columns named `METRIC@WINDOW` after these ([`WINDOW_METRICS`],
+//! [`columns`]): the same metric over one window of simulated time. Everything that looks a
+//! column up by name ([`find`], [`label`], [`better`]) knows them.
 
-use super::{FailReason, RunMetrics};
+use super::{FailReason, RunMetrics, WindowMetrics};
 
 /// One metric's value in one run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -172,6 +176,14 @@ pub const METRICS: &[Metric] = &[
         meaning: "requests that reached the server (lost requests do not); with gateway layers, what the last layer sends",
     },
     Metric {
+        name: "server_amplification",
+        read: |m| Value::Real(m.server_amplification()),
+        label: "server amplification",
+        unit: "server calls per operation",
+        better: Some(Better::Lower),
+        meaning: "`server_calls / ops`: the load the server takes per operation, after every gateway layer's retries (`amplification` counts the clients' attempts only); 0 without operations",
+    },
+    Metric {
         name: "completion_time_s",
         read: |m| Value::Real(m.completion_time_s),
         label: "completion time",
@@ -218,6 +230,22 @@ pub const METRICS: &[Metric] = &[
         unit: "s",
         better: Some(Better::Lower),
         meaning: "the exact mean of the same latencies (not from the histogram)",
+    },
+    Metric {
+        name: "latency_ok_p50_s",
+        read: |m| m.latency_ok_p50_s.map_or(Value::Missing, Value::Real),
+        label: "p50 latency of successes",
+        unit: "s",
+        better: Some(Better::Lower),
+        meaning: "median latency of the operations that succeeded only, first attempt to success, from an HDR histogram of their own (3 significant digits, never above their maximum); failing fast cannot improve it. Empty when no operation succeeded",
+    },
+    Metric {
+        name: "latency_ok_p99_s",
+        read: |m| m.latency_ok_p99_s.map_or(Value::Missing, Value::Real),
+        label: "p99 latency of successes",
+        unit: "s",
+        better: Some(Better::Lower),
+        meaning: "99th percentile of the same latencies of successful operations, from the same histogram; empty when no operation succeeded",
     },
     Metric {
         name: "duplicates",
@@ -317,9 +345,83 @@ pub const METRICS: &[Metric] = &[
     },
 ];
 
-/// The catalogue entry of a column name.
+/// A metric measured over each `[output] windows` window: column `<base>@<window>`, with the
+/// unit, direction and label of the whole-run metric `base`.
+pub struct WindowMetric {
+    /// The whole-run metric it restricts to the window (in [`METRICS`]).
+    pub base: &'static str,
+    /// The value of one run in one window.
+    pub read: fn(&WindowMetrics) -> Value,
+    /// What it measures in the window, for docs/outputs.md (Markdown).
+    pub meaning: &'static str,
+}
+
+/// The metrics of each window, in column order (DESIGN §5, windowed metrics).
+pub const WINDOW_METRICS: &[WindowMetric] = &[
+    WindowMetric {
+        base: "ops",
+        read: |w| Value::Count(w.ops),
+        meaning: "operations started in the window `[start, end)`",
+    },
+    WindowMetric {
+        base: "success_rate",
+        read: |w| w.success_rate().map_or(Value::Missing, Value::Real),
+        meaning: "of the operations started in the window, the fraction that succeeded (whenever they ended; those unfinished at the horizon count as failed); empty when none started",
+    },
+    WindowMetric {
+        base: "latency_ok_p99_s",
+        read: |w| w.latency_ok_p99_s.map_or(Value::Missing, Value::Real),
+        meaning: "99th percentile latency of the operations started in the window that succeeded, from a histogram of their own (as `latency_ok_p99_s`); empty when none succeeded",
+    },
+    WindowMetric {
+        base: "server_amplification",
+        read: |w| w.server_amplification().map_or(Value::Missing, Value::Real),
+        meaning: "requests that arrived at the server in the window (after gateway layers) per operation started in the window; empty when none started",
+    },
+];
+
+/// The column of metric `base` over window `window`: `base@window`.
+pub fn windowed(base: &str, window: &str) -> String {
+    format!("{base}@{window}")
+}
+
+/// `(base, Some(window))` for `base@window`, `(name, None)` for a whole-run column.
+pub fn split(name: &str) -> (&str, Option<&str>) {
+    match name.split_once('@') {
+        Some((base, window)) => (base, Some(window)),
+        None => (name, None),
+    }
+}
+
+/// The metric columns of runs.csv and summary.csv of an experiment with these windows (its
+/// [`crate::experiment::Experiment::windows`]): [`METRICS`], then for each window in order
+/// each of [`WINDOW_METRICS`].
+pub fn columns(windows: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = METRICS.iter().map(|m| m.name.to_string()).collect();
+    for w in windows {
+        names.extend(WINDOW_METRICS.iter().map(|m| windowed(m.base, w)));
+    }
+    names
+}
+
+/// A run's value of every column of [`columns`] (its windows are the experiment's), in order.
+pub fn values(m: &RunMetrics) -> impl Iterator<Item = Value> + '_ {
+    METRICS
+        .iter()
+        .map(move |metric| (metric.read)(m))
+        .chain(m.windows.iter().flat_map(|w| WINDOW_METRICS.iter().map(move |metric| (metric.read)(w))))
+}
+
+/// The catalogue entry of a column name; for a windowed column `base@window`, the entry of
+/// `base` (its unit and direction).
 pub fn find(name: &str) -> Option<&'static Metric> {
-    METRICS.iter().find(|m| m.name == name)
+    match split(name) {
+        (base, None) => METRICS.iter().find(|m| m.name == base),
+        (base, Some(_)) => WINDOW_METRICS
+            .iter()
+            .find(|w| w.base == base)
+            .and_then(|w| METRICS.iter().find(|m| m.name == w.base)),
+    }
 }
 
 /// Index of a metric in [`METRICS`] (its column among the metrics).
@@ -338,12 +440,20 @@ pub fn better(name: &str) -> Option<Better> {
 
 /// The words for a column in a sentence; its name when the catalogue lacks it.
 pub fn label(name: &str) -> String {
-    find(name).map_or_else(|| name.to_string(), |m| m.label.to_string())
+    match (find(name), split(name)) {
+        (Some(m), (_, Some(window))) => format!("{} in {window}", m.label),
+        (Some(m), _) => m.label.to_string(),
+        (None, _) => name.to_string(),
+    }
 }
 
 /// `label (unit)` for an axis title; the column name when the catalogue lacks it.
 pub fn axis_title(name: &str) -> String {
-    find(name).map_or_else(|| name.to_string(), Metric::axis_title)
+    match find(name) {
+        Some(m) if m.unit.is_empty() => label(name),
+        Some(m) => format!("{} ({})", label(name), m.unit),
+        None => name.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -377,5 +487,23 @@ mod tests {
         assert_eq!(better("failed_something_new"), Some(Better::Lower));
         assert_eq!(better("success_rate"), Some(Better::Higher));
         assert_eq!(index("ops"), Some(0));
+        assert_eq!(axis_title("success_rate@deploy"), "success rate in deploy (fraction of operations)");
+        assert_eq!(better("latency_ok_p99_s@deploy"), Some(Better::Lower));
+        assert_eq!(find("latency_p50_s@deploy").map(|m| m.name), None, "not measured per window");
+        assert_eq!(label("latency_p50_s@deploy"), "latency_p50_s@deploy");
+    }
+
+    #[test]
+    fn windowed_columns_follow_the_catalogue_in_window_order() {
+        let names = columns(&["a".into(), "b".into()]);
+        assert_eq!(names.len(), METRICS.len() + 2 * WINDOW_METRICS.len());
+        assert_eq!(names[METRICS.len()], "ops@a");
+        assert_eq!(names.last().map(String::as_str), Some("server_amplification@b"));
+        for w in WINDOW_METRICS {
+            assert!(find(w.base).is_some(), "{}: a window metric restricts a whole-run one", w.base);
+            assert!(!w.meaning.ends_with('.'), "{}", w.base);
+        }
+        assert_eq!(split("success_rate@deploy"), ("success_rate", Some("deploy")));
+        assert_eq!(split("success_rate"), ("success_rate", None));
     }
 }

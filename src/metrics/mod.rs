@@ -11,4 +11,4 @@ pub mod series;
 
 pub use crate::policy::FailReason;
 pub use catalogue::{Better, METRICS, Metric, Value};
-pub use recorder::{RunMetrics, RunRecorder, latency_histogram};
+pub use recorder::{Latencies, RunMetrics, RunRecorder, Window, WindowMetrics, latency_histogram};

@@ -1,5 +1,6 @@
 //! What one run measures. The recorder is fed by the model as events happen and keeps only
-//! bounded state: counters, a latency histogram and per-second buckets.
+//! bounded state: counters, latency histograms (every ended operation, the successful ones,
+//! and the successful ones of each `[output] windows` window) and per-second buckets.
 
 use super::recovery::{self, FaultSpan, StartBucket};
 use super::series::{Count, TimeSeries};
@@ -26,6 +27,10 @@ pub struct RunMetrics {
     pub latency_min_s: f64,
     /// The exact mean over the operations that ended (not from the histogram).
     pub latency_mean_s: f64,
+    /// The median and 99th percentile latency of the operations that succeeded (`None` when
+    /// none did).
+    pub latency_ok_p50_s: Option<f64>,
+    pub latency_ok_p99_s: Option<f64>,
     pub duplicates: u64,
     /// Operations whose side effect happened at least once (so side-effect executions are
     /// `applied + duplicates`).
@@ -51,8 +56,90 @@ pub struct RunMetrics {
     /// `None` when recovery could not be measured (too little load around the faults).
     pub metastable: Option<bool>,
     pub events: u64,
+    /// The measures of each `[output] windows` window, in the experiment's order.
+    pub windows: Vec<WindowMetrics>,
     /// The run over time (`timeseries.csv`).
     pub series: TimeSeries,
+}
+
+/// What happened in one window `[start, end)` of simulated time (DESIGN §5, windowed metrics):
+/// the operations *started* in it and the requests that *arrived* at the server in it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowMetrics {
+    /// Operations started in the window.
+    pub ops: u64,
+    /// Of those, the ones that succeeded (whenever they ended).
+    pub succeeded: u64,
+    /// Requests that arrived at the server in the window.
+    pub server_calls: u64,
+    /// The 99th percentile latency of the window's successful operations (`None`: none).
+    pub latency_ok_p99_s: Option<f64>,
+}
+
+impl WindowMetrics {
+    /// `succeeded / ops`; `None` when no operation started in the window.
+    pub fn success_rate(&self) -> Option<f64> {
+        (self.ops > 0).then(|| self.succeeded as f64 / self.ops as f64)
+    }
+    /// `server_calls / ops`; `None` when no operation started in the window.
+    pub fn server_amplification(&self) -> Option<f64> {
+        (self.ops > 0).then(|| self.server_calls as f64 / self.ops as f64)
+    }
+}
+
+/// A window `[start, end)` of simulated time to measure (`[output] windows`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub start: Instant,
+    pub end: Instant,
+}
+
+impl Window {
+    #[inline]
+    fn contains(&self, t: Instant) -> bool {
+        self.start <= t && t < self.end
+    }
+}
+
+/// The latency histograms of a run: every ended operation's, and the successful ones'. A
+/// thread reuses them from one run to the next (`model::workspace`).
+#[derive(Clone, Debug)]
+pub struct Latencies {
+    pub all: Histogram<u64>,
+    pub ok: Histogram<u64>,
+}
+
+impl Latencies {
+    /// New, empty histograms ([`latency_histogram`]).
+    pub fn new() -> Latencies {
+        Latencies { all: latency_histogram(), ok: latency_histogram() }
+    }
+
+    /// Empties both, keeping their memory.
+    pub fn reset(&mut self) {
+        self.all.reset();
+        self.ok.reset();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.all.is_empty() && self.ok.is_empty()
+    }
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies::new()
+    }
+}
+
+/// One window's accumulators.
+struct WindowAcc {
+    window: Window,
+    ops: u64,
+    succeeded: u64,
+    server_calls: u64,
+    ok_ns: Histogram<u64>,
+    ok_max_ns: u64,
 }
 
 impl RunMetrics {
@@ -61,6 +148,11 @@ impl RunMetrics {
     }
     pub fn amplification(&self) -> f64 {
         if self.ops == 0 { 0.0 } else { self.calls as f64 / self.ops as f64 }
+    }
+    /// Requests that reached the server per operation (0 without operations, like
+    /// [`Self::amplification`]).
+    pub fn server_amplification(&self) -> f64 {
+        if self.ops == 0 { 0.0 } else { self.server_calls as f64 / self.ops as f64 }
     }
 }
 
@@ -78,6 +170,9 @@ pub struct RunRecorder {
     last_end: Instant,
     latency_ns: Histogram<u64>,
     latency_max_ns: u64,
+    /// The latencies of the operations that succeeded, and their exact maximum.
+    latency_ok_ns: Histogram<u64>,
+    latency_ok_max_ns: u64,
     latency_min_ns: u64,
     /// Sum of the latencies of the operations that ended, and how many ended.
     latency_sum_ns: u128,
@@ -115,15 +210,34 @@ pub struct RunRecorder {
     by_start_s: Vec<StartBucket>,
     track_recovery: bool,
     series: TimeSeries,
+    /// `[output] windows` (empty without: then no per-window work is done).
+    windows: Vec<WindowAcc>,
 }
 
 impl RunRecorder {
     /// `track_recovery`: whether the run has faults (otherwise recovery is 0 by definition and
     /// the per-second success buckets are not kept); `series`: the buckets over time to fill
-    /// ([`TimeSeries::none`] to keep none); `latency`: the histogram to record latencies
-    /// into, empty (a new [`latency_histogram`], or one an earlier run handed back, reset).
-    pub fn new(track_recovery: bool, series: TimeSeries, latency: Histogram<u64>) -> RunRecorder {
+    /// ([`TimeSeries::none`] to keep none); `latency`: the histograms to record latencies
+    /// into, empty (new [`Latencies`], or ones an earlier run handed back, reset); `windows`:
+    /// the windows to measure.
+    pub fn new(
+        track_recovery: bool,
+        series: TimeSeries,
+        latency: Latencies,
+        windows: &[Window],
+    ) -> RunRecorder {
         debug_assert!(latency.is_empty());
+        let windows = windows
+            .iter()
+            .map(|&window| WindowAcc {
+                window,
+                ops: 0,
+                succeeded: 0,
+                server_calls: 0,
+                ok_ns: latency_histogram(),
+                ok_max_ns: 0,
+            })
+            .collect();
         RunRecorder {
             ops: 0,
             succeeded: 0,
@@ -131,8 +245,10 @@ impl RunRecorder {
             calls: 0,
             server_calls: 0,
             last_end: Instant::ZERO,
-            latency_ns: latency,
+            latency_ns: latency.all,
             latency_max_ns: 0,
+            latency_ok_ns: latency.ok,
+            latency_ok_max_ns: 0,
             latency_min_ns: u64::MAX,
             latency_sum_ns: 0,
             ended: 0,
@@ -157,6 +273,7 @@ impl RunRecorder {
             by_start_s: Vec::new(),
             track_recovery,
             series,
+            windows,
         }
     }
 
@@ -181,6 +298,36 @@ impl RunRecorder {
         self.series.op_started(now);
         if self.track_recovery {
             self.start_bucket(now).started += 1;
+        }
+        if !self.windows.is_empty() {
+            self.window_op_started(now);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn window_op_started(&mut self, now: Instant) {
+        for w in self.windows.iter_mut().filter(|w| w.window.contains(now)) {
+            w.ops += 1;
+        }
+    }
+
+    /// An operation started at `started` succeeded after `latency_ns`.
+    #[cold]
+    #[inline(never)]
+    fn window_op_succeeded(&mut self, started: Instant, latency_ns: u64) {
+        for w in self.windows.iter_mut().filter(|w| w.window.contains(started)) {
+            w.succeeded += 1;
+            let _ = w.ok_ns.record(latency_ns);
+            w.ok_max_ns = w.ok_max_ns.max(latency_ns);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn window_server_call(&mut self, now: Instant) {
+        for w in self.windows.iter_mut().filter(|w| w.window.contains(now)) {
+            w.server_calls += 1;
         }
     }
 
@@ -216,11 +363,14 @@ impl RunRecorder {
         self.calls_per_ms[self.last_ms_slot] += 1;
     }
 
-    /// A request reached the server at `now` (after every gateway layer).
+    /// A request arrived at the server at `now` (after any gateway layers).
     #[inline]
     pub fn server_call(&mut self, now: Instant) {
         self.server_calls += 1;
         self.series.count(Count::ServerCalls, now);
+        if !self.windows.is_empty() {
+            self.window_server_call(now);
+        }
     }
 
     /// The server took a request in at `now`: a worker started it (`queued = false`), it waits
@@ -339,6 +489,13 @@ impl RunRecorder {
         let _ = self.latency_ns.record(latency);
         self.latency_max_ns = self.latency_max_ns.max(latency);
         self.latency_min_ns = self.latency_min_ns.min(latency);
+        if success {
+            let _ = self.latency_ok_ns.record(latency);
+            self.latency_ok_max_ns = self.latency_ok_max_ns.max(latency);
+            if !self.windows.is_empty() {
+                self.window_op_succeeded(started, latency);
+            }
+        }
         if self.track_recovery {
             let b = self.start_bucket(started);
             b.succeeded += success as u64;
@@ -360,7 +517,7 @@ impl RunRecorder {
         }
     }
 
-    /// Closes the run, handing the latency histogram back for another run. `faults` spans the
+    /// Closes the run, handing the latency histograms back for another run. `faults` spans the
     /// faults that start before the horizon (None without any); `horizon` bounds the recovery
     /// analysis.
     pub fn finish(
@@ -368,17 +525,20 @@ impl RunRecorder {
         events: u64,
         faults: Option<FaultSpan>,
         horizon: Instant,
-    ) -> (RunMetrics, Histogram<u64>) {
+    ) -> (RunMetrics, Latencies) {
         self.series.finish();
-        // A percentile is the top of its histogram bucket (within 0.1 %), which can lie above
-        // the exact maximum: no quantile exceeds the maximum, so it is clamped there.
-        let q = |p: f64| {
-            if self.latency_ns.is_empty() {
-                0.0
-            } else {
-                self.latency_ns.value_at_quantile(p).min(self.latency_max_ns) as f64 / NS_PER_S
-            }
-        };
+        let q = |p: f64| quantile_s(&self.latency_ns, self.latency_max_ns, p).unwrap_or(0.0);
+        let q_ok = |p: f64| quantile_s(&self.latency_ok_ns, self.latency_ok_max_ns, p);
+        let windows = self
+            .windows
+            .iter()
+            .map(|w| WindowMetrics {
+                ops: w.ops,
+                succeeded: w.succeeded,
+                server_calls: w.server_calls,
+                latency_ok_p99_s: quantile_s(&w.ok_ns, w.ok_max_ns, 0.99),
+            })
+            .collect();
         let recovery = recovery::analyse(&self.by_start_s, faults, horizon);
         let failed = self.failed_by.iter().sum();
         let end = self.last_end;
@@ -396,6 +556,8 @@ impl RunRecorder {
             latency_max_s: self.latency_max_ns as f64 / NS_PER_S,
             latency_min_s: if self.ended == 0 { 0.0 } else { self.latency_min_ns as f64 / NS_PER_S },
             latency_mean_s: ratio(self.latency_sum_ns, self.ended) / NS_PER_S,
+            latency_ok_p50_s: q_ok(0.5),
+            latency_ok_p99_s: q_ok(0.99),
             duplicates: self.duplicates,
             applied: self.applied,
             failed_but_applied: self.failed_but_applied,
@@ -408,10 +570,18 @@ impl RunRecorder {
             recovery_time_s: recovery.time_s(),
             metastable: recovery.metastable(),
             events,
+            windows,
             series: self.series,
         };
-        (metrics, self.latency_ns)
+        (metrics, Latencies { all: self.latency_ns, ok: self.latency_ok_ns })
     }
+}
+
+/// Quantile `p` of a latency histogram in seconds (`None` when it is empty). A quantile is the
+/// top of its histogram bucket (within 0.1 %), which can lie above the exact maximum: no
+/// quantile exceeds the maximum, so it is clamped there.
+fn quantile_s(h: &Histogram<u64>, max_ns: u64, p: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(p).min(max_ns) as f64 / NS_PER_S)
 }
 
 /// A new, empty latency histogram: 3 significant digits (quantiles within 0.1 %),
@@ -425,7 +595,7 @@ mod tests {
     use super::*;
 
     fn recorder(track_recovery: bool) -> RunRecorder {
-        RunRecorder::new(track_recovery, TimeSeries::none(), latency_histogram())
+        RunRecorder::new(track_recovery, TimeSeries::none(), Latencies::new(), &[])
     }
 
     impl RunRecorder {
@@ -548,6 +718,48 @@ mod tests {
         }
         r.call_sent(t(3600 * S + S / 2));
         assert_eq!(r.metrics(0, None, t(7200 * S)).peak_offered_rps, 51);
+    }
+
+    /// Successful operations' latencies on their own; windows count the operations started
+    /// in `[start, end)`, their successes and the server arrivals in it.
+    #[test]
+    fn successes_latencies_and_windows() {
+        let windows = [Window { start: t(S), end: t(3 * S) }, Window { start: t(9 * S), end: t(10 * S) }];
+        let mut r = RunRecorder::new(false, TimeSeries::none(), Latencies::new(), &windows);
+        // Started at 0 s (outside), 1 s (inside, succeeds after 2 s), 2 s (inside, fails after
+        // 5 s), 3 s (outside: the end is excluded, succeeds after 4 s).
+        for s in 0..4 {
+            r.op_started(t(s * S));
+        }
+        for at in [S - 1, S, 3 * S - 1, 3 * S] {
+            r.server_call(t(at));
+        }
+        r.op_succeeded(t(0), 1, t(S / 2));
+        r.op_succeeded(t(S), 1, t(3 * S));
+        r.op_failed(FailReason::Exhausted, t(2 * S), 1, t(7 * S));
+        r.op_succeeded(t(3 * S), 1, t(7 * S));
+        let m = r.metrics(0, None, t(20 * S));
+        assert_eq!(m.server_calls, 4);
+        assert_eq!(m.server_amplification(), 1.0);
+        // All latencies: 0.5, 2, 5, 4 s; the successes': 0.5, 2, 4 s.
+        assert_eq!((m.latency_p99_s, m.latency_ok_p99_s), (5.0, Some(4.0)));
+        assert!((m.latency_ok_p50_s.unwrap() - 2.0).abs() < 0.002);
+        let w = &m.windows[0];
+        assert_eq!((w.ops, w.succeeded, w.server_calls), (2, 1, 2));
+        assert_eq!((w.success_rate(), w.server_amplification()), (Some(0.5), Some(1.0)));
+        assert_eq!(w.latency_ok_p99_s, Some(2.0));
+        let empty = &m.windows[1];
+        assert_eq!(
+            (empty.ops, empty.success_rate(), empty.server_amplification(), empty.latency_ok_p99_s),
+            (0, None, None, None)
+        );
+        // Nothing succeeded: no successful latency, rather than 0.
+        let mut r = recorder(false);
+        r.op_started(t(0));
+        r.op_failed(FailReason::Exhausted, t(0), 1, t(S));
+        let m = r.metrics(0, None, t(2 * S));
+        assert_eq!((m.latency_ok_p50_s, m.latency_ok_p99_s, m.latency_p99_s), (None, None, 1.0));
+        assert!(m.windows.is_empty());
     }
 
     /// The recorder feeds the recovery analysis what happened to each second's operations:

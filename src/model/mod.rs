@@ -17,8 +17,8 @@ pub mod workspace;
 use crate::engine::Span;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
-use crate::metrics::RunMetrics;
 use crate::metrics::series::TimeSeries;
+use crate::metrics::{RunMetrics, Window};
 use crate::policy::RetryPolicy;
 use crate::policy::gate::{Gate, GateParams};
 use clients::Clients;
@@ -95,6 +95,8 @@ pub struct RunParams {
     pub keys: KeyMode,
     /// The gateway layers between the clients and the server, client side first.
     pub layers: Vec<RetryPolicy>,
+    /// The windows measured on their own (`[output] windows`), in file order.
+    pub windows: Vec<Window>,
 }
 
 /// Whether a run with `params` is plain, and takes the queue model's copy compiled for plain
@@ -129,7 +131,7 @@ fn clients(
 /// buffers the thread's previous run left ([`workspace`]).
 pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMetrics {
     let mut ws = Workspace::<C>::take();
-    let RunParams { workload, network, server, horizon, bucket, retry, gate, keys, layers } = params;
+    let RunParams { workload, network, server, horizon, bucket, retry, gate, keys, layers, windows } = params;
     let net = Network::new(&network, stream(run_seed, Stream::Network));
     let clients = clients(&workload, retry, &gate, keys, run_seed, ws.ops());
     let horizon = crate::engine::Instant::ZERO + horizon;
@@ -149,6 +151,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
                 series,
                 queue: ws.queue(),
                 latency,
+                windows: &windows,
             };
             let (metrics, queue, left) = queue_model::run(C::PLAIN_COPY, q, inputs);
             ws.keep_queue(queue);
@@ -164,6 +167,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
                 series,
                 queue: ws.occ_queue(),
                 latency,
+                windows: &windows,
             };
             let (metrics, queue, left) = occ_model::run(inputs);
             ws.keep_occ_queue(queue);

@@ -15,9 +15,8 @@ use super::workspace::Leftovers;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::metrics::series::TimeSeries;
-use crate::metrics::{RunMetrics, RunRecorder};
+use crate::metrics::{Latencies, RunMetrics, RunRecorder, Window};
 use crate::policy::Outcome;
-use hdrhistogram::Histogram;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The events of the OCC model.
@@ -61,7 +60,7 @@ struct OccModel {
     starts: StartTimes,
 }
 
-/// What one run of the OCC model is given. `queue` (empty) and `latency` (an empty histogram)
+/// What one run of the OCC model is given. `queue` (empty) and `latency` (empty histograms)
 /// may come from an earlier run, as for [`super::queue_model::RunInputs`].
 pub struct RunInputs<'a, Q> {
     pub workload: &'a Workload,
@@ -71,12 +70,14 @@ pub struct RunInputs<'a, Q> {
     pub horizon: Instant,
     pub series: TimeSeries,
     pub queue: Q,
-    pub latency: Histogram<u64>,
+    pub latency: Latencies,
+    /// `[output] windows`.
+    pub windows: &'a [Window],
 }
 
 /// Runs one replication of an OCC experiment (closed workloads only; validated).
 pub fn run<Q: EventQueue<Ev>>(inputs: RunInputs<'_, Q>) -> (RunMetrics, Q, Leftovers) {
-    let RunInputs { workload, net, clients, run_seed, horizon, series, queue, latency } = inputs;
+    let RunInputs { workload, net, clients, run_seed, horizon, series, queue, latency, windows } = inputs;
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
     let mut arrivals = stream(run_seed, Stream::Arrivals);
     let mut starts = match *workload {
@@ -88,7 +89,7 @@ pub fn run<Q: EventQueue<Ev>>(inputs: RunInputs<'_, Q>) -> (RunMetrics, Q, Lefto
     }
     let mut model = OccModel {
         clients,
-        rec: RunRecorder::new(false, series, latency),
+        rec: RunRecorder::new(false, series, latency, windows),
         net,
         version: 0,
         arrivals,

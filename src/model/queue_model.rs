@@ -35,9 +35,8 @@ use crate::engine::rng::u01;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::metrics::series::TimeSeries;
-use crate::metrics::{RunMetrics, RunRecorder};
+use crate::metrics::{Latencies, RunMetrics, RunRecorder, Window};
 use crate::policy::Outcome;
-use hdrhistogram::Histogram;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// What an event is; the meaning of [`Ev`]'s fields depends on it.
@@ -171,7 +170,9 @@ pub struct RunInputs<'a, Q> {
     pub horizon: Instant,
     pub series: TimeSeries,
     pub queue: Q,
-    pub latency: Histogram<u64>,
+    pub latency: Latencies,
+    /// `[output] windows`.
+    pub windows: &'a [Window],
 }
 
 /// Runs one replication of a queue-server experiment. A plain run takes the plain copy of the
@@ -202,8 +203,19 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
     server: Server,
     inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
-    let RunInputs { workload, net, clients, keys, gateways, run_seed, horizon, series, queue, latency } =
-        inputs;
+    let RunInputs {
+        workload,
+        net,
+        clients,
+        keys,
+        gateways,
+        run_seed,
+        horizon,
+        series,
+        queue,
+        latency,
+        windows,
+    } = inputs;
     let server_keeps_keys = server.keeps_keys();
     let fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
@@ -213,7 +225,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
     let mut model = QueueModel::<PLAIN> {
         clients,
         server,
-        rec: RunRecorder::new(fault_span.is_some(), series, latency),
+        rec: RunRecorder::new(fault_span.is_some(), series, latency, windows),
         instant_net: net.is_instant(),
         net,
         keys: if server_keeps_keys { keys } else { KeyMode::None },

@@ -14,8 +14,7 @@
 use super::QueueChoice;
 use super::ops::OpTable;
 use crate::engine::EventQueue;
-use crate::metrics::latency_histogram;
-use hdrhistogram::Histogram;
+use crate::metrics::Latencies;
 use std::any::Any;
 use std::cell::RefCell;
 
@@ -29,7 +28,7 @@ pub struct Workspace<C: QueueChoice> {
     queue: Option<C::Queue>,
     occ_queue: Option<C::Occ>,
     ops: Option<OpTable>,
-    latency: Option<Histogram<u64>>,
+    latency: Option<Latencies>,
 }
 
 impl<C: QueueChoice> Workspace<C> {
@@ -61,14 +60,14 @@ impl<C: QueueChoice> Workspace<C> {
         self.ops.take().unwrap_or_default()
     }
 
-    /// An empty latency histogram ([`latency_histogram`]).
-    pub fn latency(&mut self) -> Histogram<u64> {
+    /// Empty latency histograms ([`Latencies`]).
+    pub fn latency(&mut self) -> Latencies {
         match self.latency.take() {
             Some(mut h) => {
                 h.reset();
                 h
             }
-            None => latency_histogram(),
+            None => Latencies::new(),
         }
     }
 
@@ -90,7 +89,7 @@ impl<C: QueueChoice> Workspace<C> {
 /// What a finished run hands back besides its metrics.
 pub struct Leftovers {
     pub ops: OpTable,
-    pub latency: Histogram<u64>,
+    pub latency: Latencies,
 }
 
 fn empty_queue<E, Q: EventQueue<E>>(q: Option<Q>) -> Q {

@@ -6,6 +6,7 @@
 //! `scripts/readme-generated.sh` splices it into the page).
 
 use crate::metrics::METRICS;
+use crate::metrics::catalogue::WINDOW_METRICS;
 use crate::metrics::series::{SERIES, SERIES_MEANING};
 use crate::results::manifest::Manifest;
 use std::fmt::Write;
@@ -94,6 +95,14 @@ pub fn outputs_reference() -> String {
         let unit = if m.unit.is_empty() { UNDOCUMENTED } else { m.unit };
         let meaning = if m.meaning.is_empty() { UNDOCUMENTED } else { m.meaning };
         let _ = writeln!(s, "| `{}` | {unit} | {meaning} |", m.name);
+    }
+    s.push_str(
+        "\n### Windowed metrics (`[output] windows`: for each window NAME = [start, end], after the metrics above, in name order)\n\n\
+         | column | unit | meaning |\n|---|---|---|\n",
+    );
+    for w in WINDOW_METRICS {
+        let unit = crate::metrics::catalogue::find(w.base).map_or(UNDOCUMENTED, |m| m.unit);
+        let _ = writeln!(s, "| `{}@NAME` | {unit} | {} |", w.base, w.meaning);
     }
     s.push_str(
         "\n### Series (`timeseries.csv`: each one's mean over runs and `<series>_sd`)\n\n\

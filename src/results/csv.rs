@@ -1,5 +1,5 @@
 //! runs.csv, summary.csv and timeseries.csv (DESIGN §6): the swept parameter columns,
-//! `strategy`, then the metrics of [`crate::metrics::METRICS`] or the series of
+//! `strategy`, then the metric columns of [`crate::metrics::catalogue::columns`] or the series of
 //! [`crate::metrics::series::SERIES`] in order. Each exporter turns results into rows as they
 //! stream in; [`super::writer`] does the file writing.
 
@@ -8,7 +8,7 @@ use crate::experiment::Experiment;
 use crate::metrics::RunMetrics;
 use crate::metrics::aggregate::{CellSeries, CellSummary};
 use crate::metrics::series::SERIES;
-use crate::metrics::{METRICS, Value};
+use crate::metrics::{Value, catalogue};
 use crate::stats::Stat;
 use crate::sweep::Cell;
 
@@ -69,7 +69,7 @@ impl Exporter for RunsCsv {
 
     fn header(&self, exp: &Experiment) -> Vec<String> {
         let mut h = header(exp, &["strategy", "run", "seed"]);
-        h.extend(METRICS.iter().map(|m| m.name.to_string()));
+        h.extend(catalogue::columns(&exp.windows));
         h
     }
 
@@ -84,7 +84,7 @@ impl Exporter for RunsCsv {
         let mut row = key_cells(exp, c);
         row.push(run.to_string());
         row.push(seed.to_string());
-        row.extend(METRICS.iter().map(|metric| cell((metric.read)(m))));
+        row.extend(catalogue::values(m).map(cell));
         vec![row]
     }
 }
@@ -96,9 +96,9 @@ impl Exporter for SummaryCsv {
 
     fn header(&self, exp: &Experiment) -> Vec<String> {
         let mut h = header(exp, &["strategy", "runs"]);
-        for m in METRICS {
-            h.push(m.name.to_string());
-            h.push(format!("{}_sd", m.name));
+        for name in catalogue::columns(&exp.windows) {
+            h.push(format!("{name}_sd"));
+            h.insert(h.len() - 1, name);
         }
         h
     }

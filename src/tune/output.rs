@@ -6,7 +6,7 @@
 use super::Tuner;
 use super::recommendation::strategy_block;
 use super::spec::{Domain, Numeric};
-use crate::metrics::catalogue::{self, axis_title, label};
+use crate::metrics::catalogue::{axis_title, label};
 use crate::report::chart::KEY_METRICS;
 use crate::report::chart::axis::Axis;
 use crate::report::chart::tune::{TuneChart, TunePoint, charts, param_axis};
@@ -24,17 +24,14 @@ pub const TUNE_CSV: &str = "tune.csv";
 pub const RECOMMENDATION: &str = "recommendation.toml";
 
 /// The metrics of tune.csv: the objective, the constrained ones, then the key metrics.
-pub fn csv_metrics(t: &Tuner) -> Vec<&'static str> {
+pub fn csv_metrics(t: &Tuner) -> Vec<String> {
     let mut names: Vec<&str> = vec![t.spec.objective.as_str()];
     names.extend(t.spec.constraints.iter().map(|c| c.metric.as_str()));
     names.extend(KEY_METRICS.iter().copied());
-    let mut out: Vec<&'static str> = Vec::new();
+    let mut out: Vec<String> = Vec::new();
     for n in names {
-        if let Some(m) = catalogue::index(n) {
-            let name = crate::metrics::METRICS[m].name;
-            if !out.contains(&name) {
-                out.push(name);
-            }
+        if t.metric_index(n).is_some() && !out.iter().any(|o| o == n) {
+            out.push(n.to_string());
         }
     }
     out
@@ -68,7 +65,7 @@ pub fn csv_text(t: &Tuner) -> Result<Vec<u8>, csv::Error> {
             row.push(score.feasible.to_string());
             row.push(opt(score.objective));
             for m in &metrics {
-                let st = t.stat(c, s, catalogue::index(m).unwrap_or(0), runs);
+                let st = t.stat(c, s, t.metric_index(m).unwrap_or(0), runs);
                 row.push(opt(st.mean));
                 row.push(opt(st.sd));
             }
@@ -87,7 +84,7 @@ fn shown(e: &Estimate) -> String {
 pub fn objective_estimate(t: &Tuner, c: usize) -> Option<(Estimate, usize)> {
     let runs = t.candidates[c].runs();
     let s = t.score(c, runs);
-    let e = t.stat(c, s.worst, catalogue::index(&t.spec.objective)?, runs).estimate()?;
+    let e = t.stat(c, s.worst, t.metric_index(&t.spec.objective)?, runs).estimate()?;
     Some((e, s.worst))
 }
 
@@ -101,7 +98,7 @@ fn constraint_margins(t: &Tuner, c: usize) -> Vec<(String, Option<Worst>)> {
         .constraints
         .iter()
         .map(|con| {
-            let worst = catalogue::index(&con.metric).and_then(|m| {
+            let worst = t.metric_index(&con.metric).and_then(|m| {
                 (0..t.spec.scenarios.len())
                     .filter_map(|s| t.stat(c, s, m, runs).estimate().map(|e| (e, s, con.margin(e.mean))))
                     .min_by(|a, b| a.2.total_cmp(&b.2))
@@ -433,7 +430,7 @@ fn infeasible(t: &Tuner, out: &mut String) {
     let holds_all_but = |c: usize, skip: usize| {
         let runs = t.candidates[c].runs();
         cons.iter().enumerate().filter(|(k, _)| *k != skip).all(|(_, con)| {
-            catalogue::index(&con.metric).is_some_and(|m| {
+            t.metric_index(&con.metric).is_some_and(|m| {
                 (0..t.spec.scenarios.len()).all(|s| t.stat(c, s, m, runs).mean.is_some_and(|x| con.holds(x)))
             })
         })

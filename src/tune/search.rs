@@ -21,6 +21,12 @@
 //!    scenario (doubled, up to 4x, until the winner's 95 % interval is within `precision` of
 //!    its objective); the recommendation is the best feasible of them.
 //!
+//! Every metric column of summary.csv can be an objective or a constraint, windowed ones
+//! included. A run that never recovered (no `recovery_time_s` although recovery was
+//! measurable) counts as taking forever: its `recovery_time_s` is `+inf`, so the mean of any
+//! candidate with such a run is `+inf` and `recovery_time_s <= 30` fails there, where
+//! summary.csv's mean over the runs that recovered would hide it.
+//!
 //! Ranking: feasible candidates first (every constraint holds on the mean in every
 //! scenario), by the objective at its worst scenario; then infeasible ones by their total
 //! relative violation; ties by lattice position (the smaller values first). Everything is
@@ -31,7 +37,7 @@ use super::design;
 use super::lattice::{Index, Level};
 use super::spec::TuneSpec;
 use crate::experiment::{Experiment, Point};
-use crate::metrics::{METRICS, catalogue};
+use crate::metrics::{RunMetrics, Value, catalogue};
 use crate::stats::Estimate;
 use crate::stats::Running;
 use crate::sweep::{self, Job, Stopped};
@@ -72,7 +78,8 @@ pub struct Candidate {
     pub index: Index,
     /// The experiment of each scenario with this candidate's values.
     pub points: Vec<Point>,
-    /// `[scenario][run][metric]`: every metric of [`METRICS`] of every run so far.
+    /// `[scenario][run][metric]`: every metric column ([`Tuner::columns`]) of every run so far
+    /// ([`run_values`]).
     pub results: Vec<Vec<Vec<Option<f64>>>>,
     /// How far it got.
     pub stage: Stage,
@@ -127,6 +134,8 @@ pub enum Event<'a> {
 pub struct Tuner<'a> {
     pub exp: &'a Experiment,
     pub spec: &'a TuneSpec,
+    /// The metric columns, windowed ones included ([`catalogue::columns`]).
+    pub columns: Vec<String>,
     /// Each parameter's values.
     pub lattice: Vec<Vec<Level>>,
     /// In the order they were first evaluated.
@@ -167,6 +176,7 @@ pub fn search<'a>(
     let mut t = Tuner {
         exp,
         spec,
+        columns: catalogue::columns(&exp.windows),
         lattice,
         candidates: Vec::new(),
         invalid: BTreeMap::new(),
@@ -188,6 +198,25 @@ pub fn search<'a>(
 }
 
 type Run<T> = Result<T, Stopped<std::convert::Infallible>>;
+
+/// Where `recovery_time_s` is among the columns.
+const RECOVERY: usize = {
+    let mut i = 0;
+    while !matches!(crate::metrics::METRICS[i].name.as_bytes(), b"recovery_time_s") {
+        i += 1;
+    }
+    i
+};
+
+/// The value of every metric column of one run, as the search judges them: as in runs.csv,
+/// but `recovery_time_s` is `+inf` for a run that never recovered (see the module docs).
+pub fn run_values(m: &RunMetrics) -> Vec<Option<f64>> {
+    let mut out: Vec<Option<f64>> = catalogue::values(m).map(Value::as_f64).collect();
+    if m.recovery_time_s.is_none() && m.metastable.is_some() {
+        out[RECOVERY] = Some(f64::INFINITY);
+    }
+    out
+}
 
 impl Tuner<'_> {
     /// Levels per parameter.
@@ -360,7 +389,12 @@ impl Tuner<'_> {
     }
 
     fn objective_metric(&self) -> Option<usize> {
-        catalogue::index(&self.spec.objective)
+        self.metric_index(&self.spec.objective)
+    }
+
+    /// The index of a metric column in each run's values.
+    pub fn metric_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
     }
 
     /// Adds the lattice points not tried yet as candidates (building and checking their
@@ -431,7 +465,7 @@ impl Tuner<'_> {
                 self.exp.seed,
                 &jobs,
                 self.threads,
-                &mut |i, m| out[i] = METRICS.iter().map(|metric| (metric.read)(m).as_f64()).collect(),
+                &mut |i, m| out[i] = run_values(m),
                 &mut |done, ev| {
                     events = events_before + ev;
                     report(Event::Done(done_before + done, events));
@@ -448,13 +482,19 @@ impl Tuner<'_> {
         Ok(())
     }
 
-    /// Metric `m` of scenario `s` of candidate `c` over its first `runs` runs.
+    /// Metric `m` of scenario `s` of candidate `c` over its first `runs` runs; `+inf` (no
+    /// sd) when a run's value is (a run that never recovered).
     pub fn stat(&self, c: usize, s: usize, m: usize, runs: usize) -> Stat {
         let mut acc = Running::default();
+        let mut infinite = false;
         for run in self.candidates[c].results[s].iter().take(runs) {
-            if let Some(x) = run[m] {
+            if let Some(x) = run.get(m).copied().flatten() {
+                infinite |= x == f64::INFINITY;
                 acc.push(x);
             }
+        }
+        if infinite {
+            return Stat { mean: Some(f64::INFINITY), sd: None, n: acc.count() };
         }
         let st = acc.stat();
         Stat { mean: st.mean, sd: st.sd, n: acc.count() }
@@ -466,7 +506,7 @@ impl Tuner<'_> {
         let mut feasible = true;
         let mut violation = 0.0;
         for con in &self.spec.constraints {
-            let Some(m) = catalogue::index(&con.metric) else { continue };
+            let Some(m) = self.metric_index(&con.metric) else { continue };
             let mut worst: f64 = 0.0;
             for s in 0..scenarios {
                 match self.stat(c, s, m, runs).mean {
@@ -556,7 +596,7 @@ impl Tuner<'_> {
     fn outcome(&self, c: usize, runs: usize) -> Vec<Option<u64>> {
         let metrics = std::iter::once(self.spec.objective.as_str())
             .chain(self.spec.constraints.iter().map(|k| k.metric.as_str()))
-            .filter_map(catalogue::index);
+            .filter_map(|name| self.metric_index(name));
         let mut out = Vec::new();
         for m in metrics {
             for s in 0..self.spec.scenarios.len() {

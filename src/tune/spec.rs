@@ -30,7 +30,7 @@ use crate::experiment::{
     ConfigError, Duration, Experiment, Point, SpecError, key_order, merged_strategy, spec_with, strategy_key,
     value_text,
 };
-use crate::metrics::METRICS;
+use crate::metrics::catalogue;
 use crate::metrics::constraint::Constraint;
 use crate::suggest::{closest, list};
 use toml::{Table, Value};
@@ -118,6 +118,8 @@ struct Context<'a> {
     /// The experiment's seed and runs (defaults of `tune.seed` and `tune.confirm_runs`).
     seed: u64,
     runs: u32,
+    /// The experiment's `[output] windows` (their metrics can be objectives and constraints).
+    windows: &'a [String],
 }
 
 /// `confirm_runs` when the file does not say: its `runs`, but at least this many.
@@ -134,6 +136,7 @@ pub fn parse(exp: &Experiment) -> R<Option<TuneSpec>> {
         origin: &section.origin,
         seed: exp.seed,
         runs: exp.runs,
+        windows: &exp.windows,
     };
     check(section.raw.clone(), &cx).map(Some)
 }
@@ -178,7 +181,7 @@ fn check(mut raw: Value, cx: &Context<'_>) -> R<TuneSpec> {
     let strategy_name = names[strategy].clone().unwrap_or_default();
 
     let objective = string(&mut t, "objective");
-    if let Err(reason) = metric(&objective) {
+    if let Err(reason) = metric(&objective, cx.windows) {
         return Err(bad("tune.objective", reason));
     }
     let maximize = t.remove("maximize").and_then(|v| v.as_bool()).unwrap_or(false);
@@ -187,7 +190,7 @@ fn check(mut raw: Value, cx: &Context<'_>) -> R<TuneSpec> {
     for (i, text) in strings(&mut t, "constraints").into_iter().enumerate() {
         let key = format!("tune.constraints[{i}]");
         let c = Constraint::parse(&text).map_err(|e| bad(&key, e.to_string()))?;
-        metric(&c.metric).map_err(|reason| bad(&key, format!("\"{text}\": {reason}")))?;
+        metric(&c.metric, cx.windows).map_err(|reason| bad(&key, format!("\"{text}\": {reason}")))?;
         constraints.push(c);
     }
 
@@ -246,14 +249,24 @@ fn strategy_names(tree: &Table) -> Vec<Option<String>> {
     }
 }
 
-/// A metric column of summary.csv, or why not.
-fn metric(name: &str) -> Result<(), String> {
-    if METRICS.iter().any(|m| m.name == name) {
+/// A metric column of summary.csv (windowed ones included), or why not.
+fn metric(name: &str, windows: &[String]) -> Result<(), String> {
+    let columns = catalogue::columns(windows);
+    if columns.iter().any(|m| m == name) {
         return Ok(());
     }
-    let names = METRICS.iter().map(|m| m.name);
+    let names = columns.iter().map(String::as_str);
     let hint = closest(name, names.clone()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
-    Err(format!("unknown metric `{name}`{hint}; the metrics are: {}", list(names)))
+    let windowed = match catalogue::split(name) {
+        (_, Some(w)) if !windows.iter().any(|x| x == w) => {
+            format!(
+                "; no window named `{w}` in [output] windows (it has: {})",
+                list(windows.iter().map(String::as_str))
+            )
+        }
+        _ => String::new(),
+    };
+    Err(format!("unknown metric `{name}`{hint}{windowed}; the metrics are: {}", list(names)))
 }
 
 /// How `[tune.space]` names a key in messages.

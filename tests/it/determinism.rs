@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 32] = [
+const METRICS: [&str; 35] = [
     "ops",
     "succeeded",
     "failed",
@@ -23,12 +23,15 @@ const METRICS: [&str; 32] = [
     "calls",
     "amplification",
     "server_calls",
+    "server_amplification",
     "completion_time_s",
     "latency_p50_s",
     "latency_p99_s",
     "latency_max_s",
     "latency_min_s",
     "latency_mean_s",
+    "latency_ok_p50_s",
+    "latency_ok_p99_s",
     "duplicates",
     "applied",
     "failed_but_applied",

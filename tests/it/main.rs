@@ -27,6 +27,7 @@ mod report_folder;
 mod server_stages;
 mod shards;
 mod signals;
+mod slo;
 mod support;
 mod system;
 mod tune;

@@ -82,6 +82,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         seed: first.seed,
         runs: first.runs,
         timeseries: first.output.timeseries,
+        windows: first.output.windows.keys().cloned().collect(),
         sweep_keys: axes.iter().map(|a| a.key.clone()).collect(),
         points,
         skipped,

@@ -146,6 +146,7 @@ impl Checker<'_> {
             // The keys are dotted keys of the format, checked by whoever reads them (`[tune]`'s
             // by the tune layer).
             Ty::Keys { .. } => as_table(self.origin, path, value).map(|_| ()),
+            Ty::Windows => windows(self.origin, path, value),
         }
     }
 
@@ -267,6 +268,45 @@ fn check_range(x: f64, shown: &str, range: Range, message: Option<&str>) -> Resu
         Range::Between(lo, hi) => format!("{shown} is outside [{lo}, {hi}]"),
         Range::AboveUpTo(lo, hi) => format!("{shown} is outside ({lo}, {hi}]: it must be > {lo} and <= {hi}"),
     })
+}
+
+/// `NAME = [start, end]` entries: identifiers naming two durations, start < end (the horizon
+/// bound is a rule between keys, checked in `validate`).
+fn windows(origin: &str, path: &str, value: &mut Value) -> R<()> {
+    let example = "write it as NAME = [\"60s\", \"100s\"]: the window [start, end) in simulated time";
+    for (name, v) in as_table(origin, path, value)? {
+        let key = join(path, name);
+        let bad = |reason: String| invalid(origin, &key, reason);
+        let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident {
+            return Err(bad(format!(
+                "\"{name}\" is not a window name: use letters, digits and '_', starting with a letter (it names columns such as success_rate@NAME)"
+            )));
+        }
+        let ends = match v {
+            Value::Array(items) if items.len() == 2 => items
+                .iter()
+                .map(|d| {
+                    Duration::deserialize(d.clone()).map_err(|e| bad(format!("{}; {example}", e.message())))
+                })
+                .collect::<R<Vec<Duration>>>()?,
+            other => {
+                let found = match other {
+                    Value::Array(items) => format!("a list of {}", items.len()),
+                    other => format!("a {}", other.type_str()),
+                };
+                return Err(bad(format!("expected [start, end], found {found}; {example}")));
+            }
+        };
+        if ends[0] >= ends[1] {
+            return Err(bad(format!(
+                "starts at {} and ends at {}: the start must be before the end",
+                ends[0], ends[1]
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn status_or_failure(v: &Value) -> Result<(), String> {

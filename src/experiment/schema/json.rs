@@ -50,6 +50,11 @@ fn ty(t: &Ty) -> Value {
             "additionalProperties": { "anyOf": [{ "type": "array", "minItems": 1 }, { "type": "object" }] },
         }),
         Ty::Keys { lists: false } => json!({ "type": "object" }),
+        Ty::Windows => json!({
+            "type": "object",
+            "propertyNames": { "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" },
+            "additionalProperties": { "type": "array", "items": duration(), "minItems": 2, "maxItems": 2 },
+        }),
     }
 }
 

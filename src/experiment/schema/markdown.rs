@@ -160,6 +160,7 @@ fn type_name(t: &Ty) -> String {
         Ty::Tagged(t) => format!("table by `{}`", t.tag),
         Ty::Keys { lists: true } => "table of KEY = [low, high] or [values]".into(),
         Ty::Keys { lists: false } => "table of KEY = value".into(),
+        Ty::Windows => "table of NAME = [start, end]".into(),
     }
 }
 

@@ -56,6 +56,9 @@ pub enum Ty {
     Keys {
         lists: bool,
     },
+    /// `[output] windows`: a table of `NAME = [start, end]`, each NAME an identifier and each
+    /// window two durations with start < end.
+    Windows,
 }
 
 /// A table with fixed keys.
@@ -308,6 +311,13 @@ pub static OUTPUT: Table = Table {
             .range(POSITIVE)
             .message("must be > 0: the width of timeseries.csv's buckets, e.g. \"1s\""),
         f("timeseries", Ty::Bool, Value("true"), "whether to write timeseries.csv"),
+        f(
+            "windows",
+            Ty::Windows,
+            Value("{}"),
+            "windows of simulated time measured on their own, `NAME = [start, end]` (`[start, end)`): each adds `ops@NAME`, `success_rate@NAME`, `latency_ok_p99_s@NAME` and `server_amplification@NAME` to runs.csv and summary.csv",
+        )
+        .rules("end <= horizon"),
     ],
 };
 

@@ -188,6 +188,7 @@ max_attempts = 2
 [output]
 bucket = "500ms"
 timeseries = true
+windows = { deploy = ["1s", "2s"] }
 [sweep]
 skip_invalid = false
 "server.concurrency" = [8, 10]

@@ -45,6 +45,17 @@ fn check(spec: &ExperimentSpec) -> Check {
             "more than 10,000,000 buckets up to the horizon: make the bucket wider (each bucket costs memory in every run)",
         )?;
     }
+    for (name, [_, end]) in &spec.output.windows {
+        if end.as_ns() > spec.horizon.as_ns() {
+            fail(
+                format!("output.windows.{name}"),
+                format!(
+                    "ends at {end}, after the horizon ({}): end the window at the horizon or before",
+                    spec.horizon
+                ),
+            )?;
+        }
+    }
     workload(&spec.workload)?;
     dist("network.latency", &spec.network.latency)?;
     match &spec.server {

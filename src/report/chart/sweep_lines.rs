@@ -239,6 +239,17 @@ fn notes(panels: &[Panel], legend: &[(usize, String)]) -> String {
     out
 }
 
+/// Charted besides the key metrics: `server_amplification` where it tells more than
+/// `amplification` (gateway layers or lost requests make them differ somewhere), then every
+/// windowed column (`METRIC@WINDOW`, `[output] windows`).
+fn slo_metrics(set: &ResultSet) -> Vec<usize> {
+    let differs = match (set.metric_index("server_amplification"), set.metric_index("amplification")) {
+        (Some(s), Some(a)) => set.summary.iter().any(|r| r.mean[s] != r.mean[a]).then_some(s),
+        _ => None,
+    };
+    differs.into_iter().chain((0..set.metrics.len()).filter(|&m| set.metrics[m].contains('@'))).collect()
+}
+
 /// Every metric chart of the set.
 pub fn plan(set: &ResultSet) -> Vec<Chart> {
     let never_somewhere = |m: usize| {
@@ -248,6 +259,7 @@ pub fn plan(set: &ResultSet) -> Vec<Chart> {
     };
     let metrics: Vec<usize> = super::charted_metrics()
         .filter_map(|m| set.metric_index(m))
+        .chain(slo_metrics(set))
         .filter(|&m| super::worth_charting(set, m) || never_somewhere(m))
         .collect();
     let mut charts = Vec::new();
