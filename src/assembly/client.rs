@@ -4,10 +4,12 @@
 use crate::experiment::{
     BackoffSpec, Duration, IdempotencyMode, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy,
 };
-use crate::experiment::{BreakerWindowSpec, BudgetSpec, Scope as SpecScope, ThrottleSpec};
+use crate::experiment::{BreakerSpec, BreakerWindowSpec, BudgetSpec, Scope as SpecScope, ThrottleSpec};
 use crate::model::server::idempotency::KeyMode;
 use crate::policy::backoff::MAX_DELAY_NS;
-use crate::policy::gate::{BudgetParams, GateParams, Scope, ThrottleParams};
+use crate::policy::breaker::RetryRatioParams;
+use crate::policy::budget::BrookerBucketParams;
+use crate::policy::gate::{BreakerKind, BudgetParams, GateParams, Scope, ThrottleParams};
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
 use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
 use crate::policy::{
@@ -71,22 +73,31 @@ pub fn gate_params(s: &Strategy) -> GateParams {
         BudgetSpec::Concurrency { percent, min_concurrency, scope: sc } => {
             (BudgetParams::Concurrency(ConcurrencyBudgetParams { percent, min_concurrency }), scope(sc))
         }
+        BudgetSpec::Brooker { capacity, per_call, retry_cost, scope: sc } => {
+            (BudgetParams::Brooker(BrookerBucketParams { capacity, per_call, retry_cost }), scope(sc))
+        }
     });
-    let breaker = s.policy.breaker.as_ref().map(|b| {
-        let window = match b.window {
-            BreakerWindowSpec::Calls(n) => BreakerWindow::Count(n),
-            BreakerWindowSpec::Time(d) => BreakerWindow::Time(d.span()),
-        };
-        let p = BreakerParams {
-            window,
-            failure_rate: b.failure_rate,
-            slow_call_rate: b.slow_call_rate,
-            slow_call_duration: b.slow_call_duration.span(),
-            minimum_calls: b.minimum_calls,
-            open_for: b.open_for.span(),
-            half_open_calls: b.half_open_calls,
-        };
-        (p, scope(b.scope))
+    let breaker = s.policy.breaker.as_ref().map(|b| match b {
+        BreakerSpec::Resilience4j(b) => {
+            let window = match b.window {
+                BreakerWindowSpec::Calls(n) => BreakerWindow::Count(n),
+                BreakerWindowSpec::Time(d) => BreakerWindow::Time(d.span()),
+            };
+            let p = BreakerParams {
+                window,
+                failure_rate: b.failure_rate,
+                slow_call_rate: b.slow_call_rate,
+                slow_call_duration: b.slow_call_duration.span(),
+                minimum_calls: b.minimum_calls,
+                open_for: b.open_for.span(),
+                half_open_calls: b.half_open_calls,
+            };
+            (BreakerKind::Resilience4j(p), scope(b.scope))
+        }
+        BreakerSpec::RetryRatio { threshold, window, scope: sc } => {
+            let p = RetryRatioParams { threshold: *threshold, window: window.map(Duration::span) };
+            (BreakerKind::RetryRatio(p), scope(*sc))
+        }
     });
     let throttle = s.policy.throttle.as_ref().map(|t| match *t {
         ThrottleSpec::Sre { k, window, scope: sc } => {

@@ -315,9 +315,10 @@ fn per_client_controls(p: &PolicySpec) -> bool {
         super::spec::BudgetSpec::TokenBucket { scope, .. }
         | super::spec::BudgetSpec::GrpcThrottle { scope, .. }
         | super::spec::BudgetSpec::Ratio { scope, .. }
-        | super::spec::BudgetSpec::Concurrency { scope, .. } => *scope == Scope::Client,
+        | super::spec::BudgetSpec::Concurrency { scope, .. }
+        | super::spec::BudgetSpec::Brooker { scope, .. } => *scope == Scope::Client,
     });
-    let breaker = p.breaker.as_ref().is_some_and(|b| b.scope == Scope::Client);
+    let breaker = p.breaker.as_ref().is_some_and(|b| b.scope() == Scope::Client);
     let throttle = p.throttle.as_ref().is_some_and(|t| match t {
         super::spec::ThrottleSpec::Sre { scope, .. } | super::spec::ThrottleSpec::AwsAdaptive { scope } => {
             *scope == Scope::Client

@@ -24,8 +24,9 @@
 
 use crate::engine::Span;
 use crate::experiment::schema::{toml_duration, toml_float};
+use crate::policy::breaker::RetryRatioParams;
 use crate::policy::budget::{
-    ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
+    BrookerBucketParams, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
 };
 use crate::policy::retry_after::{ENVOY_MAX_INTERVAL, URLLIB3_RETRY_AFTER_MAX};
 use crate::policy::throttle::{AWS_CUBIC_BETA, AWS_CUBIC_C};
@@ -228,6 +229,26 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
             ]
             .concat(),
         },
+        Preset {
+            name: "brooker-token-bucket",
+            summary: "Brooker 2022, \"Fixing retries with token buckets and circuit breakers\": per-client bucket of 5, +0.1 per call, a retry needs > 1 token, immediate retries, no attempt limit",
+            toml: [
+                set(r#"backoff = { kind = "none" }"#, "§11: run_sims retry_backoff = 0.0, a retry is sent at once"),
+                set(&format!("budget = {}", brooker_bucket(&BrookerBucketParams::BROOKER_2022)), "§11: AdaptiveRetryFactory(0.1, 5): full at 5, +0.1 per call started, > 1.0 then -1.0, per client"),
+                note("not modelled: upstream's unlimited attempts when [client] sets max_attempts (leave it out there, §11)"),
+            ]
+            .concat(),
+        },
+        Preset {
+            name: "brooker-circuit-breaker",
+            summary: "Brooker 2022, \"Fixing retries with token buckets and circuit breakers\": 3 retries, refused while failed attempts / calls > 10 % since the start, per client",
+            toml: [
+                set("max_attempts = 4", "§11: NRetriesFactory(3): 3 retries after the first attempt"),
+                set(r#"backoff = { kind = "none" }"#, "§11: run_sims retry_backoff = 0.0, a retry is sent at once"),
+                set(&format!("breaker = {}", retry_ratio(&RetryRatioParams::BROOKER_2022)), "§11: CircuitBreakerRetryFactory(..., 0.1): no retry when failures / calls > 0.1, cumulative, per client"),
+            ]
+            .concat(),
+        },
     ]
 });
 
@@ -283,6 +304,25 @@ fn concurrency(p: &ConcurrencyBudgetParams) -> String {
     )
 }
 
+/// A `brooker` budget table, per client.
+fn brooker_bucket(p: &BrookerBucketParams) -> String {
+    format!(
+        "{{ kind = \"brooker\", capacity = {}, per_call = {}, retry_cost = {}, scope = \"client\" }}",
+        toml_float(p.capacity),
+        toml_float(p.per_call),
+        toml_float(p.retry_cost)
+    )
+}
+
+/// A `retry-ratio` breaker table, per client; no `window` when it counts since the start.
+fn retry_ratio(p: &RetryRatioParams) -> String {
+    let window = p.window.map(|w| format!("window = {}, ", toml_duration(w, "s"))).unwrap_or_default();
+    format!(
+        "{{ kind = \"retry-ratio\", threshold = {}, {window}scope = \"client\" }}",
+        toml_float(p.threshold)
+    )
+}
+
 /// A breaker table, per client, its durations in seconds. A breaker without a slow-call rule
 /// (`slow_call_duration = Span::MAX`, Hystrix) leaves the slow-call keys out.
 fn breaker(p: &BreakerParams) -> String {
@@ -325,7 +365,7 @@ mod tests {
     use crate::experiment::{Duration, Overrides, load_str};
     use toml::{Table, Value};
 
-    const NAMES: [&str; 14] = [
+    const NAMES: [&str; 16] = [
         "aws-legacy",
         "aws-standard",
         "aws-standard-2026",
@@ -340,6 +380,8 @@ mod tests {
         "urllib3",
         "axios-retry",
         "sre",
+        "brooker-token-bucket",
+        "brooker-circuit-breaker",
     ];
 
     fn table(p: &Preset) -> Table {
@@ -562,5 +604,27 @@ mod tests {
         assert_eq!((st(&sre, "throttle.kind"), f(&sre, "throttle.k")), ("sre", 2.0));
         assert_eq!(d(&sre, "throttle.window"), ms(120_000));
         assert_eq!(f(&sre, "budget.ratio"), 0.1);
+    }
+
+    #[test]
+    fn brooker_presets_match_the_upstream_simulator() {
+        let b = preset("brooker-token-bucket");
+        assert_eq!((st(&b, "backoff.kind"), st(&b, "budget.kind")), ("none", "brooker"));
+        let bucket = BrookerBucketParams {
+            capacity: f(&b, "budget.capacity"),
+            per_call: f(&b, "budget.per_call"),
+            retry_cost: f(&b, "budget.retry_cost"),
+        };
+        assert_eq!(bucket, BrookerBucketParams::BROOKER_2022);
+        assert_eq!((bucket.capacity, bucket.per_call, bucket.retry_cost), (5.0, 0.1, 1.0));
+        assert_eq!(st(&b, "budget.scope"), "client");
+        assert!(!b.contains_key("max_attempts"), "upstream's bucket has no attempt limit");
+
+        let c = preset("brooker-circuit-breaker");
+        assert_eq!((i(&c, "max_attempts"), st(&c, "backoff.kind")), (4, "none"));
+        assert_eq!((st(&c, "breaker.kind"), f(&c, "breaker.threshold")), ("retry-ratio", 0.1));
+        assert!(c["breaker"].get("window").is_none(), "cumulative since the start");
+        assert_eq!(RetryRatioParams::BROOKER_2022, RetryRatioParams { threshold: 0.1, window: None });
+        assert_eq!(st(&c, "breaker.scope"), "client");
     }
 }

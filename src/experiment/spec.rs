@@ -358,12 +358,44 @@ pub enum BudgetSpec {
         min_concurrency: u32,
         scope: Scope,
     },
+    /// Brooker's adaptive retry bucket.
+    Brooker {
+        capacity: f64,
+        per_call: f64,
+        retry_cost: f64,
+        scope: Scope,
+    },
 }
 
-/// `breaker = { ... }` (DESIGN §4.3): resilience4j semantics.
+/// `breaker = { kind = ... }` (DESIGN §4.3): resilience4j semantics (the default kind), or
+/// Brooker's retry-ratio breaker.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum BreakerSpec {
+    #[serde(rename = "resilience4j")]
+    Resilience4j(Resilience4jSpec),
+    RetryRatio {
+        threshold: f64,
+        /// Absent: counted since the start.
+        window: Option<Duration>,
+        scope: Scope,
+    },
+}
+
+impl BreakerSpec {
+    /// One breaker per client process, or one for all.
+    pub fn scope(&self) -> Scope {
+        match self {
+            BreakerSpec::Resilience4j(r) => r.scope,
+            BreakerSpec::RetryRatio { scope, .. } => *scope,
+        }
+    }
+}
+
+/// The keys of a `resilience4j` breaker.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct BreakerSpec {
+pub struct Resilience4jSpec {
     pub window: BreakerWindowSpec,
     pub failure_rate: f64,
     pub slow_call_rate: f64,

@@ -133,7 +133,7 @@ pub const METRICS: &[Metric] = &[
         label: "operations failed by the open breaker",
         unit: "count",
         better: Some(Better::Lower),
-        meaning: "failed because an open circuit breaker failed the call locally",
+        meaning: "failed because an open circuit breaker failed the call locally, or a retry-ratio breaker refused its retry",
     },
     Metric {
         name: "failed_throttled",

@@ -36,7 +36,8 @@ pub enum FailReason {
     Deadline,
     /// A retry budget refused the retry.
     Budget,
-    /// An open circuit breaker failed the call locally.
+    /// An open circuit breaker failed the call locally, or a retry-ratio breaker refused its
+    /// retry.
     Breaker,
     /// Client-side throttling rejected the call locally.
     Throttled,

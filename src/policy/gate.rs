@@ -5,10 +5,10 @@
 //!
 //! | moment | call | what the controls do there |
 //! |---|---|---|
-//! | an operation starts | [`Gate::op_started`] | a ratio budget deposits (Finagle: once per original request) |
+//! | an operation starts | [`Gate::op_started`] | a ratio budget deposits (Finagle: once per original request); Brooker's bucket deposits, his retry-ratio breaker counts a call |
 //! | an attempt is about to be sent (the first included) | [`Gate::admit`] | the AWS adaptive limiter may delay it; a breaker or the SRE throttle may fail it locally; the Envoy budget counts it active |
-//! | an attempt failed and the retry decision asks | [`RetryPermission::permit_retry`] (through [`Gate::client`]) | an open breaker refuses; a budget takes tokens or refuses |
-//! | the client stopped waiting for an attempt (answer or timeout) | [`Gate::answered`] | breakers, throttles and the gRPC token count record it; the Envoy budget counts it ended |
+//! | an attempt failed and the retry decision asks | [`RetryPermission::permit_retry`] (through [`Gate::client`]) | an open breaker refuses, and so does a retry-ratio breaker over its threshold; a budget takes tokens or refuses |
+//! | the client stopped waiting for an attempt (answer or timeout) | [`Gate::answered`] | breakers, throttles and the gRPC token count record it (a retry-ratio breaker counts failures only); the Envoy budget counts it ended |
 //! | an operation ended | [`Gate::op_ended`] | a token bucket refunds on success |
 //!
 //! Controls are scoped per client process or shared by all (DESIGN §4.2, [`Scope`]). A gate
@@ -16,10 +16,10 @@
 //! it entirely. What counts as a failure, an acceptance or a throttling answer for each control
 //! is decided here, once ([`is_failure`], [`is_accepted`], [`retry_cause`]).
 
-use super::breaker::{Breaker, BreakerParams};
+use super::breaker::{Breaker, BreakerParams, RetryRatioBreaker, RetryRatioParams};
 use super::budget::{
-    ConcurrencyBudget, ConcurrencyBudgetParams, GrpcThrottle, GrpcThrottleParams, RatioBudget,
-    RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
+    BrookerBucket, BrookerBucketParams, ConcurrencyBudget, ConcurrencyBudgetParams, GrpcThrottle,
+    GrpcThrottleParams, RatioBudget, RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
 };
 use super::throttle::{AwsAdaptive, SreThrottle, SreThrottleParams};
 use super::{BreakerState, FailReason, FailedAttempt, Outcome, RetryPermission};
@@ -67,6 +67,16 @@ pub enum BudgetParams {
     Grpc(GrpcThrottleParams),
     Ratio(RatioBudgetParams),
     Concurrency(ConcurrencyBudgetParams),
+    Brooker(BrookerBucketParams),
+}
+
+/// A circuit breaker's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BreakerKind {
+    /// resilience4j's (and Hystrix's) state machine.
+    Resilience4j(BreakerParams),
+    /// Brooker's retry-ratio breaker.
+    RetryRatio(RetryRatioParams),
 }
 
 /// A client-side throttle's parameters.
@@ -80,7 +90,7 @@ pub enum ThrottleParams {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GateParams {
     pub budget: Option<(BudgetParams, Scope)>,
-    pub breaker: Option<(BreakerParams, Scope)>,
+    pub breaker: Option<(BreakerKind, Scope)>,
     pub throttle: Option<(ThrottleParams, Scope)>,
 }
 
@@ -91,6 +101,13 @@ enum Budget {
     Grpc(Scoped<GrpcThrottle>),
     Ratio(Scoped<RatioBudget>),
     Concurrency(Scoped<ConcurrencyBudget>),
+    Brooker(Scoped<BrookerBucket<Rc<BrookerBucketParams>>>),
+}
+
+/// A breaker of each kind, per client or shared.
+enum Breakers {
+    Resilience4j(Scoped<Breaker<Rc<BreakerParams>>>),
+    RetryRatio(Scoped<RetryRatioBreaker>),
 }
 
 enum Throttle {
@@ -124,7 +141,7 @@ impl<T> Scoped<T> {
 /// One strategy's controls for every client of a run.
 pub struct Gate {
     budget: Option<Budget>,
-    breaker: Option<Scoped<Breaker<Rc<BreakerParams>>>>,
+    breaker: Option<Breakers>,
     throttle: Option<Throttle>,
     /// The SRE throttle's rejection draws.
     rng: Xoshiro256PlusPlus,
@@ -152,11 +169,20 @@ impl Gate {
             BudgetParams::Concurrency(p) => {
                 Budget::Concurrency(Scoped::new(scope, clients, || ConcurrencyBudget::new(p)))
             }
+            BudgetParams::Brooker(p) => {
+                let shared = Rc::new(p);
+                Budget::Brooker(Scoped::new(scope, clients, || BrookerBucket::new(Rc::clone(&shared))))
+            }
         });
-        let breaker = params.breaker.as_ref().map(|(p, scope)| {
-            // Per-client breakers share one copy of the parameters.
-            let shared = Rc::new(*p);
-            Scoped::new(*scope, clients, || Breaker::new(Rc::clone(&shared)))
+        let breaker = params.breaker.map(|(kind, scope)| match kind {
+            BreakerKind::Resilience4j(p) => {
+                // Per-client breakers share one copy of the parameters.
+                let shared = Rc::new(p);
+                Breakers::Resilience4j(Scoped::new(scope, clients, || Breaker::new(Rc::clone(&shared))))
+            }
+            BreakerKind::RetryRatio(p) => {
+                Breakers::RetryRatio(Scoped::new(scope, clients, || RetryRatioBreaker::new(p, start)))
+            }
         });
         let throttle = params.throttle.map(|(t, scope)| match t {
             ThrottleParams::Sre(p) => Throttle::Sre(Scoped::new(scope, clients, || SreThrottle::new(p))),
@@ -176,8 +202,13 @@ impl Gate {
     /// An operation of `client` starts.
     #[inline]
     pub fn op_started(&mut self, client: u32, now: Instant) {
-        if let Some(Budget::Ratio(r)) = &mut self.budget {
-            r.get(client).deposit(now);
+        match &mut self.budget {
+            Some(Budget::Ratio(r)) => r.get(client).deposit(now),
+            Some(Budget::Brooker(b)) => b.get(client).on_call_started(),
+            _ => {}
+        }
+        if let Some(Breakers::RetryRatio(b)) = &mut self.breaker {
+            b.get(client).on_call_started(now);
         }
     }
 
@@ -197,7 +228,8 @@ impl Gate {
         {
             return Admit::Refuse(FailReason::Throttled);
         }
-        if let Some(b) = &mut self.breaker
+        // A retry-ratio breaker never refuses an attempt here, only a retry.
+        if let Some(Breakers::Resilience4j(b)) = &mut self.breaker
             && !b.get(client).try_acquire(now)
         {
             return Admit::Refuse(FailReason::Breaker);
@@ -211,8 +243,12 @@ impl Gate {
     /// The client stopped waiting for an attempt: it was answered, or it timed out.
     #[inline]
     pub fn answered(&mut self, client: u32, a: &Answered) {
-        if let Some(b) = &mut self.breaker {
-            b.get(client).on_result(a.now, is_failure(a.outcome), a.latency);
+        match &mut self.breaker {
+            Some(Breakers::Resilience4j(b)) => {
+                b.get(client).on_result(a.now, is_failure(a.outcome), a.latency)
+            }
+            Some(Breakers::RetryRatio(b)) if is_failure(a.outcome) => b.get(client).on_failure(a.now),
+            _ => {}
         }
         match &mut self.throttle {
             Some(Throttle::Sre(s)) if is_accepted(a.outcome) => s.get(client).on_accept(a.now),
@@ -287,10 +323,16 @@ impl RetryPermission for ClientGate<'_> {
     fn permit_retry(&mut self, failed: &FailedAttempt) -> Result<(), FailReason> {
         let g = &mut *self.gate;
         // An open breaker fails the retry at once rather than after the backoff.
-        if let Some(b) = &mut g.breaker
-            && let BreakerState::Open { until } = b.get(self.client).state()
-            && failed.now <= until
-        {
+        let refused = match &mut g.breaker {
+            Some(Breakers::Resilience4j(b)) => {
+                matches!(b.get(self.client).state(), BreakerState::Open { until } if failed.now <= until)
+            }
+            // Brooker's breaker: after the failure was counted (`answered`), no retry over the
+            // threshold.
+            Some(Breakers::RetryRatio(b)) => !b.get(self.client).retry_allowed(failed.now),
+            None => false,
+        };
+        if refused {
             return Err(FailReason::Breaker);
         }
         let Some(b) = &mut g.budget else { return Ok(()) };
@@ -306,6 +348,7 @@ impl RetryPermission for ClientGate<'_> {
             Budget::Grpc(g) => g.get(self.client).retry_allowed(),
             Budget::Ratio(r) => r.get(self.client).try_withdraw(failed.now),
             Budget::Concurrency(c) => c.get(self.client).retry_allowed(),
+            Budget::Brooker(b) => b.get(self.client).try_retry(),
         };
         if allowed { Ok(()) } else { Err(FailReason::Budget) }
     }
@@ -416,7 +459,10 @@ mod tests {
             half_open_calls: 1,
             ..BreakerParams::default()
         };
-        let mut g = gate(GateParams { breaker: Some((p, Scope::Shared)), ..Default::default() }, 1);
+        let mut g = gate(
+            GateParams { breaker: Some((BreakerKind::Resilience4j(p), Scope::Shared)), ..Default::default() },
+            1,
+        );
         for i in 0..4 {
             assert_eq!(g.admit(0, t(i), 1, false), Admit::Send);
             let a = Answered {
@@ -437,6 +483,76 @@ mod tests {
         // After open_for: one probe passes, the next is refused while it is out.
         assert_eq!(g.admit(0, t(1_010), 1, false), Admit::Send);
         assert_eq!(g.admit(0, t(1_011), 1, false), Admit::Refuse(FailReason::Breaker));
+    }
+
+    /// Every attempt of one client times out; the operation's first attempt is admitted and
+    /// answered, then the decision asks for a retry until refused. Returns (attempts sent,
+    /// retries granted) for `ops` operations one after another.
+    fn outage(g: &mut Gate, ops: u32) -> (u32, u32) {
+        let (mut sent, mut retries) = (0, 0);
+        for i in 0..ops {
+            let now = t(i as u64);
+            g.op_started(0, now);
+            let mut attempt = 1;
+            loop {
+                assert_eq!(g.admit(0, now, attempt, false), Admit::Send, "op {i} attempt {attempt}");
+                sent += 1;
+                let a = Answered {
+                    now,
+                    attempt,
+                    outcome: Outcome::Timeout,
+                    latency: Span::ZERO,
+                    retryable: true,
+                };
+                g.answered(0, &a);
+                let mut c = CostClass::NONE;
+                let f = FailedAttempt { attempt, ..failed(now, Outcome::Timeout) };
+                match g.client(0, &mut c).permit_retry(&f) {
+                    Ok(()) => {
+                        retries += 1;
+                        attempt += 1;
+                    }
+                    Err(reason) => {
+                        assert!(matches!(reason, FailReason::Budget | FailReason::Breaker));
+                        break;
+                    }
+                }
+            }
+            g.op_ended(0, false, CostClass::NONE);
+        }
+        (sent, retries)
+    }
+
+    #[test]
+    fn a_brooker_bucket_deposits_per_operation_and_pays_retries() {
+        let p = BudgetParams::Brooker(BrookerBucketParams::BROOKER_2022);
+        let mut g = gate(GateParams { budget: Some((p, Scope::Client)), ..Default::default() }, 1);
+        // 4 retries for the first operation, then one per 10 operations (2, 12, ..., 92).
+        assert_eq!(outage(&mut g, 100), (100 + 4 + 10, 4 + 10));
+    }
+
+    #[test]
+    fn a_retry_ratio_breaker_refuses_retries_never_first_attempts() {
+        let p = BreakerKind::RetryRatio(RetryRatioParams::BROOKER_2022);
+        let mut g = gate(GateParams { breaker: Some((p, Scope::Shared)), ..Default::default() }, 1);
+        // Every first attempt is sent (`outage` asserts it) and fails: 1 failure per call, so
+        // failures / calls = 1 > 0.1 and no retry is ever granted.
+        assert_eq!(outage(&mut g, 50), (50, 0));
+        // 540 clean operations bring the ratio down to 50 / 590; a failing operation then
+        // gets retries until its own failures push the ratio over 0.1 again.
+        for i in 0..540 {
+            g.op_started(0, t(100 + i));
+            let a = Answered {
+                now: t(100 + i),
+                attempt: 1,
+                outcome: Outcome::Success,
+                latency: Span::ZERO,
+                retryable: false,
+            };
+            g.answered(0, &a);
+        }
+        // 591 calls: retries while failures <= 59.1, i.e. failures 51..=59 allow 9 retries.
+        assert_eq!(outage(&mut g, 1), (10, 9));
     }
 
     #[test]

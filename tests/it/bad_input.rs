@@ -231,6 +231,48 @@ fn cases() -> Vec<Case> {
             stderr: &["strategies.fj.breaker.failure_rate", "outside (0, 1]"],
         },
         Case {
+            what: "a brooker bucket whose capacity is below its retry cost",
+            text: valid(),
+            args: &["--set", "strategies.fj.budget={ kind = \"brooker\", capacity = 0.5, retry_cost = 1.0 }"],
+            stderr: &["strategies.fj.budget.capacity", "below retry_cost"],
+        },
+        Case {
+            what: "a brooker bucket with a negative per-call deposit",
+            text: valid(),
+            args: &["--set", "strategies.fj.budget={ kind = \"brooker\", per_call = -0.1 }"],
+            stderr: &["strategies.fj.budget.per_call", "negative"],
+        },
+        Case {
+            what: "a retry-ratio threshold of 0",
+            text: valid(),
+            args: &["--set", "strategies.fj.breaker={ kind = \"retry-ratio\", threshold = 0 }"],
+            stderr: &["strategies.fj.breaker.threshold", "outside (0, 1]"],
+        },
+        Case {
+            what: "a retry-ratio threshold above 1",
+            text: valid(),
+            args: &["--set", "strategies.fj.breaker={ kind = \"retry-ratio\", threshold = 1.5 }"],
+            stderr: &["strategies.fj.breaker.threshold", "outside (0, 1]"],
+        },
+        Case {
+            what: "a retry-ratio window of 0",
+            text: valid(),
+            args: &["--set", "strategies.fj.breaker={ kind = \"retry-ratio\", window = \"0s\" }"],
+            stderr: &["strategies.fj.breaker.window", "too short"],
+        },
+        Case {
+            what: "a retry-ratio window that is not a duration",
+            text: valid(),
+            args: &["--set", "strategies.fj.breaker={ kind = \"retry-ratio\", window = 100 }"],
+            stderr: &["strategies.fj.breaker.window"],
+        },
+        Case {
+            what: "a resilience4j key in a retry-ratio breaker",
+            text: valid(),
+            args: &["--set", "strategies.fj.breaker={ kind = \"retry-ratio\", failure_rate = 0.5 }"],
+            stderr: &["strategies.fj.breaker.failure_rate"],
+        },
+        Case {
             what: "a run that cannot fit in memory",
             text: valid(),
             args: &["--set", "workload.clients=100000000", "--threads", "64"],

@@ -314,7 +314,9 @@ preset = "resilience4j"
     // §6: resilience4j Retry 3 attempts, constant 500 ms; breaker defaults.
     assert_eq!(s[3].policy.max_attempts, Some(3));
     assert_eq!(s[3].policy.backoff, BackoffSpec::Constant { base: ms(500) });
-    let b = s[3].policy.breaker.as_ref().expect("resilience4j has a breaker");
+    let Some(experiment::BreakerSpec::Resilience4j(b)) = s[3].policy.breaker.as_ref() else {
+        panic!("resilience4j has a resilience4j breaker")
+    };
     assert_eq!((b.failure_rate, b.minimum_calls, b.half_open_calls), (0.5, 100, 10));
     assert_eq!(b.open_for, ms(60_000));
 }

@@ -9,6 +9,7 @@
 mod architecture;
 mod aws_study;
 mod bad_input;
+mod brooker;
 mod case_studies;
 mod cli_run;
 mod conservation;
@@ -32,6 +33,6 @@ mod support;
 mod system;
 mod tune;
 mod validation;
-mod workloads;
 mod workflow;
+mod workloads;
 mod workspace;

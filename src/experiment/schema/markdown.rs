@@ -66,11 +66,18 @@ pub fn reference() -> String {
         variants(&BACKOFF),
     );
     section("Retry budgets (`budget = { kind = ... }`)", "", variants(&BUDGET));
-    section(
-        "Circuit breaker (`breaker = { ... }`)",
-        "resilience4j semantics; Hystrix is the `hystrix` preset.",
-        table(&BREAKER),
-    );
+    // One table per kind: both have a `window`, with different meanings.
+    for v in BREAKER.variants {
+        section(
+            &format!(
+                "Circuit breaker (`breaker = {{ kind = \"{}\", ... }}`){}",
+                v.kind,
+                default_note(&BREAKER, v.kind)
+            ),
+            v.doc,
+            rows(v.fields),
+        );
+    }
     section("Client-side throttling (`throttle = { kind = ... }`)", "", variants(&THROTTLE));
     section("Gateway layers (`layers = [{ ... }, ...]`)", "", table(&LAYER));
     section("`[output]`", "", table(&OUTPUT));
@@ -112,11 +119,23 @@ fn variants(t: &Tagged) -> String {
     }
     out.push('\n');
     let mut seen: Vec<&str> = Vec::new();
+    let mut shown: Vec<String> = Vec::new();
     let mut keys = "| key | type | default | meaning | constraints |\n|---|---|---|---|---|\n".to_owned();
-    for f in t.variants.iter().flat_map(|v| v.fields.iter()) {
-        if !seen.contains(&f.key) {
+    for v in t.variants {
+        for f in v.fields {
+            let r = row(f);
+            if shown.contains(&r) {
+                continue;
+            }
+            // A key several kinds share with another default or meaning gets a row per kind.
+            let r = if seen.contains(&f.key) {
+                r.replacen(&format!("| `{}` |", f.key), &format!("| `{}` (`\"{}\"`) |", f.key, v.kind), 1)
+            } else {
+                r
+            };
             seen.push(f.key);
-            keys.push_str(&row(f));
+            shown.push(row(f));
+            keys.push_str(&r);
         }
     }
     if !seen.is_empty() {

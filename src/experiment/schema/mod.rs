@@ -16,8 +16,9 @@ pub mod json;
 pub mod markdown;
 
 use crate::engine::Span;
+use crate::policy::breaker::RetryRatioParams;
 use crate::policy::budget::{
-    ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
+    BrookerBucketParams, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
 };
 use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
 use std::borrow::Cow;
@@ -722,7 +723,7 @@ macro_rules! policy_fields {
             f("honor_dont_retry", Ty::Bool, Value("false"), "do not retry an answer that says \"overloaded; don't retry\" (server.reject_dont_retry)"),
             f("idempotency", Ty::Choice(&["none", "per-op", "per-attempt"]), Value("\"none\""), "idempotency keys: none, one per operation made before the retry loop (correct), or a new one per attempt (the classic bug)"),
             f("budget", Ty::Tagged(&BUDGET), Absent("no budget"), "a retry budget: a retry it refuses ends the operation as failed_budget"),
-            f("breaker", Ty::Table(&BREAKER), Absent("no breaker"), "a circuit breaker guarding every attempt: an open one fails it locally (failed_breaker)"),
+            f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "a circuit breaker: an open resilience4j one fails every attempt locally, a retry-ratio one refuses retries (failed_breaker)"),
             f("throttle", Ty::Tagged(&THROTTLE), Absent("no throttling"), "client-side adaptive throttling (failed_throttled)"),
             f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
         ]
@@ -816,6 +817,8 @@ const AWS_QUOTA: TokenBucketParams = TokenBucketParams::AWS_STANDARD;
 const FINAGLE: RatioBudgetParams = RatioBudgetParams::FINAGLE_DEFAULT;
 /// The defaults of a `concurrency` budget: Envoy's, once a retry budget is configured.
 const ENVOY: ConcurrencyBudgetParams = ConcurrencyBudgetParams::ENVOY_DEFAULT;
+/// The defaults of a `brooker` budget: the post's 5 / 0.1 / 1.
+const BROOKER_BUCKET: BrookerBucketParams = BrookerBucketParams::BROOKER_2022;
 
 pub static BUDGET: Tagged = Tagged {
     tag: "kind",
@@ -862,6 +865,17 @@ pub static BUDGET: Tagged = Tagged {
                 scope(),
             ],
         },
+        Variant {
+            kind: "brooker",
+            doc: "Brooker's adaptive bucket (retry_sim 2022): starts full, +per_call per operation started up to capacity, a retry needs tokens > retry_cost and takes it",
+            fields: &[
+                f("capacity", Ty::Num, Num(BROOKER_BUCKET.capacity), "tokens, and the bucket's start").range(POSITIVE).rules(">= retry_cost"),
+                f("per_call", Ty::Num, Num(BROOKER_BUCKET.per_call), "tokens each operation deposits when it starts").range(Range::AtLeast(0.0))
+                    .message("{v} is negative: per_call is the deposit of each operation, >= 0 (0 = only the starting tokens)"),
+                f("retry_cost", Ty::Num, Num(BROOKER_BUCKET.retry_cost), "tokens a retry takes; a retry needs more than this").range(Range::AtLeast(0.0)),
+                scope(),
+            ],
+        },
     ],
 };
 
@@ -873,59 +887,69 @@ const RESILIENCE4J_WINDOW: u64 = match RESILIENCE4J.window {
     BreakerWindow::Time(_) => panic!("resilience4j's default window counts calls"),
 };
 
-pub static BREAKER: Table = Table {
-    partial: false,
-    fields: &[
-        f(
-            "window",
-            Ty::CallsOrDuration,
-            Int(RESILIENCE4J_WINDOW),
-            "the last N calls (a number), or the calls of the last whole seconds (a duration)",
-        )
-        .rules("> 0; a duration is whole seconds"),
-        f(
-            "failure_rate",
-            Ty::Num,
-            Num(RESILIENCE4J.failure_rate),
-            "opens when the failure rate reaches this",
-        )
-        .range(Range::AboveUpTo(0.0, 1.0)),
-        f(
-            "slow_call_rate",
-            Ty::Num,
-            Num(RESILIENCE4J.slow_call_rate),
-            "opens when the slow-call rate reaches this",
-        )
-        .range(Range::AboveUpTo(0.0, 1.0)),
-        f(
-            "slow_call_duration",
-            Ty::Duration,
-            Duration(RESILIENCE4J.slow_call_duration, "s"),
-            "a call longer than this is slow",
-        ),
-        f(
-            "minimum_calls",
-            U32,
-            Int(RESILIENCE4J.minimum_calls as u64),
-            "calls in the window before it may open",
-        )
-        .range(Range::AtLeast(1.0)),
-        f(
-            "open_for",
-            Ty::Duration,
-            Duration(RESILIENCE4J.open_for, "s"),
-            "how long it stays open before letting probes through",
-        ),
-        f(
-            "half_open_calls",
-            U32,
-            Int(RESILIENCE4J.half_open_calls as u64),
-            "probes let through when half-open",
-        )
-        .range(Range::AtLeast(1.0)),
-        scope(),
+/// The defaults of a `retry-ratio` breaker: the post's 10 %.
+const RETRY_RATIO: RetryRatioParams = RetryRatioParams::BROOKER_2022;
+
+pub static BREAKER: Tagged = Tagged {
+    tag: "kind",
+    what: "breaker kind",
+    default: Some("resilience4j"),
+    variants: &[
+        Variant {
+            kind: "resilience4j",
+            doc: "resilience4j's CircuitBreaker (Hystrix is the `hystrix` preset): opens on a failure or slow-call rate over a sliding window, then fails every attempt locally for open_for",
+            fields: RESILIENCE4J_FIELDS,
+        },
+        Variant {
+            kind: "retry-ratio",
+            doc: "Brooker's retry breaker (retry_sim 2022): after a failure, no retry while failed attempts / operations started > threshold; first attempts always go; no open state",
+            fields: &[
+                f("threshold", Ty::Num, Num(RETRY_RATIO.threshold), "refuse retries above this ratio of failed attempts to operations started")
+                    .range(Range::AboveUpTo(0.0, 1.0))
+                    .message("{v} is outside (0, 1]: the threshold is a ratio of failed attempts to operations, e.g. 0.1 for 10 %"),
+                f("window", Ty::Duration, Absent("since the start"), "count over the last span of simulated time (10 slices) instead of since the start")
+                    .rules("> 0"),
+                scope(),
+            ],
+        },
     ],
 };
+
+const RESILIENCE4J_FIELDS: &[Field] = &[
+    f(
+        "window",
+        Ty::CallsOrDuration,
+        Int(RESILIENCE4J_WINDOW),
+        "the last N calls (a number), or the calls of the last whole seconds (a duration)",
+    )
+    .rules("> 0; a duration is whole seconds"),
+    f("failure_rate", Ty::Num, Num(RESILIENCE4J.failure_rate), "opens when the failure rate reaches this")
+        .range(Range::AboveUpTo(0.0, 1.0)),
+    f(
+        "slow_call_rate",
+        Ty::Num,
+        Num(RESILIENCE4J.slow_call_rate),
+        "opens when the slow-call rate reaches this",
+    )
+    .range(Range::AboveUpTo(0.0, 1.0)),
+    f(
+        "slow_call_duration",
+        Ty::Duration,
+        Duration(RESILIENCE4J.slow_call_duration, "s"),
+        "a call longer than this is slow",
+    ),
+    f("minimum_calls", U32, Int(RESILIENCE4J.minimum_calls as u64), "calls in the window before it may open")
+        .range(Range::AtLeast(1.0)),
+    f(
+        "open_for",
+        Ty::Duration,
+        Duration(RESILIENCE4J.open_for, "s"),
+        "how long it stays open before letting probes through",
+    ),
+    f("half_open_calls", U32, Int(RESILIENCE4J.half_open_calls as u64), "probes let through when half-open")
+        .range(Range::AtLeast(1.0)),
+    scope(),
+];
 
 pub static THROTTLE: Tagged = Tagged {
     tag: "kind",

@@ -161,6 +161,15 @@ name = "envoy"
 backoff = { kind = "full-jitter", base = "25ms", cap = "250ms" }
 budget = { kind = "concurrency", percent = 20.0, min_concurrency = 3 }
 [[strategies]]
+name = "brooker"
+backoff = { kind = "none" }
+budget = { kind = "brooker", capacity = 5.0, per_call = 0.1, retry_cost = 1.0, scope = "client" }
+breaker = { kind = "retry-ratio", threshold = 0.1, window = "10s", scope = "client" }
+[[strategies]]
+name = "brooker-cumulative"
+backoff = { kind = "none" }
+breaker = { kind = "retry-ratio", threshold = 0.2 }
+[[strategies]]
 name = "others"
 backoff = { kind = "additive-jitter", base = "1ms", cap = "1s", multiplier = 2.0, jitter = "3ms" }
 [[strategies]]

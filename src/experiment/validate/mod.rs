@@ -8,9 +8,10 @@ use super::IdempotencyMode;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
-    ArrivalsSpec, BackoffSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus, NamedFailure,
-    PolicySpec, QueueServerSpec, ServerSpec, Strategy, WorkloadSpec,
+    ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus,
+    NamedFailure, PolicySpec, QueueServerSpec, ServerSpec, Strategy, WorkloadSpec,
 };
+use crate::policy::budget::WINDOW_SLICES;
 
 /// A refused key and why; the origin is added once, at the end.
 struct Invalid {
@@ -253,6 +254,26 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
             ),
         )?;
     }
+    if let Some(BudgetSpec::Brooker { capacity, retry_cost, .. }) = &p.budget
+        && capacity < retry_cost
+    {
+        fail(
+            format!("{key}.budget.capacity"),
+            format!(
+                "{capacity} is below retry_cost = {retry_cost}: the bucket could never pay for a retry; raise capacity (the post uses 5 tokens at 1 per retry) or lower retry_cost"
+            ),
+        )?;
+    }
+    if let Some(BreakerSpec::RetryRatio { window: Some(w), .. }) = &p.breaker
+        && w.as_ns() < WINDOW_SLICES as u64
+    {
+        fail(
+            format!("{key}.breaker.window"),
+            format!(
+                "{w} is too short: give a positive span of simulated time such as \"10s\" (it is kept in {WINDOW_SLICES} slices, so at least {WINDOW_SLICES}ns); leave it out to count since the start"
+            ),
+        )?;
+    }
     for (i, layer) in p.layers.iter().enumerate() {
         let lk = format!("{key}.layers[{i}]");
         if layer.retry_on.as_ref().is_some_and(Vec::is_empty) {
@@ -319,7 +340,12 @@ fn backoff_parts(b: &BackoffSpec) -> (Option<Duration>, Option<Duration>) {
 /// that is always 0 and network hops that take no time. The engine would then process
 /// events without simulated time advancing, and never reach the horizon.
 fn zeno(spec: &ExperimentSpec, s: &Strategy, key: &str) -> Check {
+    // Brooker's bucket pays for every retry and is refilled only by operations starting, so it
+    // bounds the retries of any one instant (upstream runs it without an attempt limit).
+    let bucket_bounds =
+        matches!(s.policy.budget, Some(BudgetSpec::Brooker { retry_cost, .. }) if retry_cost > 0.0);
     if s.policy.max_attempts.is_none()
+        && !bucket_bounds
         && backoff_always_zero(&s.policy.backoff)
         && always_zero(&spec.network.latency)
     {

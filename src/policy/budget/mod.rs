@@ -8,6 +8,7 @@
 //! | [`GrpcThrottle`] ([`grpc_throttle`]) | `"grpc-throttle"` | gRFC A6 `retryThrottling` (§2) | after the failure's `-1`: `tokens > max_tokens / 2` | `+token_ratio` per success, ceiling `max_tokens` |
 //! | [`RatioBudget`] ([`ratio`]) | `"ratio"` | Finagle `RetryBudget` (§3a), Linkerd (§3b), tower `TpsBudget` (§3c) | `windowed_sum + reserve >= withdraw`, then `-withdraw` | `+deposit` per request; entries expire after `ttl` |
 //! | [`ConcurrencyBudget`] ([`concurrency`]) | `"concurrency"` | Envoy `retry_budget` (§3e) | `active_retries < max(floor(percent/100 * active_requests), min_concurrency)` | retries ending |
+//! | [`BrookerBucket`] ([`brooker`]) | `"brooker"` | Brooker's retry simulator, adaptive bucket (§11) | `tokens > retry_cost`, then `tokens -= retry_cost` | `+per_call` per operation started; clamped at `capacity` |
 //!
 //! The gate around every attempt (`policy::gate`) classifies a retryable failure as a
 //! [`RetryCause`] (only the token bucket prices them differently) and calls these before each
@@ -23,16 +24,20 @@
 //!   retry.
 //! - [`ConcurrencyBudget`]: `attempt_started(is_retry)` / `attempt_ended(is_retry)` around
 //!   every attempt; `retry_allowed()` after a failed attempt has ended, before its retry starts.
+//! - [`BrookerBucket`]: `on_call_started()` when an operation starts; `try_retry()` before
+//!   each retry.
 //!
 //! None of them
 //! allocates after construction, draws random numbers or reads a clock: time comes in as an
 //! [`Instant`](crate::engine::Instant) where it matters ([`RatioBudget`]).
 
+pub mod brooker;
 pub mod concurrency;
 pub mod grpc_throttle;
 pub mod ratio;
 pub mod token_bucket;
 
+pub use brooker::{BrookerBucket, BrookerBucketParams};
 pub use concurrency::{ConcurrencyBudget, ConcurrencyBudgetParams};
 pub use grpc_throttle::{GrpcThrottle, GrpcThrottleParams};
 pub use ratio::{RATIO_SCALE, RatioBudget, RatioBudgetParams, WINDOW_SLICES, WindowedAdder};

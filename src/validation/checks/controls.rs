@@ -5,7 +5,9 @@ use super::parameters::{
     closed_workload, estimate, no_network_delay, only_strategy, open_workload, per_run, queue_server,
     require, single_point, total_outage,
 };
-use crate::experiment::{BackoffSpec, BreakerWindowSpec, BudgetSpec, Experiment, FaultSpec, Scope};
+use crate::experiment::{
+    BackoffSpec, BreakerSpec, BreakerWindowSpec, BudgetSpec, Experiment, FaultSpec, Scope,
+};
 use crate::metrics::series::SERIES;
 use crate::stats::{self, Estimate};
 use crate::sweep::Results;
@@ -214,11 +216,9 @@ pub(super) fn breaker(exp: &Experiment, results: &Results, _: &Path) -> Result<E
     let horizon = spec.horizon.as_secs_f64();
     let mut rows = Vec::new();
     for (s, strategy) in strategies.iter().enumerate() {
-        let b = strategy
-            .policy
-            .breaker
-            .as_ref()
-            .ok_or_else(|| format!("strategy `{}` needs a breaker", strategy.name))?;
+        let Some(BreakerSpec::Resilience4j(b)) = strategy.policy.breaker.as_ref() else {
+            return Err(format!("strategy `{}` needs a resilience4j breaker", strategy.name));
+        };
         require(strategy.policy.max_attempts == Some(1), || "this check needs max_attempts = 1".into())?;
         let BreakerWindowSpec::Calls(window) = b.window else {
             return Err("this check needs a count window".into());
