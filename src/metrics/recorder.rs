@@ -367,7 +367,6 @@ impl RunRecorder {
     #[inline]
     pub fn server_call(&mut self, now: Instant) {
         self.server_calls += 1;
-        self.series.count(Count::ServerCalls, now);
         if !self.windows.is_empty() {
             self.window_server_call(now);
         }
@@ -485,11 +484,15 @@ impl RunRecorder {
         let latency = now.since(started).as_ns();
         self.latency_sum_ns += latency as u128;
         self.ended += 1;
-        // Cannot fail: the histogram auto-resizes and values are non-negative.
-        let _ = self.latency_ns.record(latency);
         self.latency_max_ns = self.latency_max_ns.max(latency);
         self.latency_min_ns = self.latency_min_ns.min(latency);
-        if success {
+        // One record per operation: failures into `latency_ns`, successes into
+        // `latency_ok_ns`, and `finish` adds the second into the first, so the quantiles of all
+        // operations cost no second record (the buckets depend on the value alone, so the sum
+        // is the histogram of every value). Cannot fail: the histograms auto-resize.
+        if !success {
+            let _ = self.latency_ns.record(latency);
+        } else {
             let _ = self.latency_ok_ns.record(latency);
             self.latency_ok_max_ns = self.latency_ok_max_ns.max(latency);
             if !self.windows.is_empty() {
@@ -527,6 +530,8 @@ impl RunRecorder {
         horizon: Instant,
     ) -> (RunMetrics, Latencies) {
         self.series.finish();
+        // Cannot fail: both histograms auto-resize.
+        let _ = self.latency_ns.add(&self.latency_ok_ns);
         let q = |p: f64| quantile_s(&self.latency_ns, self.latency_max_ns, p).unwrap_or(0.0);
         let q_ok = |p: f64| quantile_s(&self.latency_ok_ns, self.latency_ok_max_ns, p);
         let windows = self

@@ -186,9 +186,17 @@ impl TimeSeries {
     }
 
     /// Closes the series at the end of the run: the last levels hold to the end.
+    ///
+    /// Every request that reaches the server is accepted or rejected at that instant (the
+    /// queue and OCC models count exactly one of them per arrival), so the server-calls series
+    /// is their sum, filled in here rather than counted per arrival on the hot path.
     pub fn finish(&mut self) {
         let n = self.buckets.len();
         self.fill_levels(n);
+        for b in &mut self.buckets {
+            b.counts[Count::ServerCalls as usize] =
+                b.counts[Count::Accepted as usize] + b.counts[Count::Rejected as usize];
+        }
     }
 
     /// The value of every series in bucket `i`, in [`SERIES`] order (`success_rate` is None
