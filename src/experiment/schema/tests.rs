@@ -88,6 +88,8 @@ kind = "open"
 rate = 50.0
 duration = "20s"
 schedule = [{ at = "5s", rate = 60.0 }]
+arrivals = "per-client"
+first_call = { dist = "exponential", mean = "10ms" }
 clients = 4
 [network]
 latency = { dist = "lognormal", median = "1ms", sigma = 0.3 }
@@ -254,7 +256,11 @@ backoff = { kind = "constant", base = "1ms" }
         .replace("[server]\nkind = \"occ\"\n", service)
         .replace("dist = \"normal\", mean = \"1ms\", sd = \"0\"", "dist = \"exponential\", mean = \"1ms\"");
     load_str(&constant, "constant.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text = format!("{text}{closed}{constant}");
+    let serial = constant
+        .replace("kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n", "kind = \"serial\"\nclients = 3\ngap = { dist = \"exponential\", mean = \"100ms\" }\nduration = \"1s\"\n");
+    assert!(serial.contains("kind = \"serial\""), "test bug: the closed workload was not replaced");
+    load_str(&serial, "serial.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{text}{closed}{constant}{serial}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;
