@@ -172,7 +172,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
     let total = cells.len() as u64 * exp.runs as u64;
     let interval = std::time::Duration::from_secs_f64(a.progress_interval.max(0.0));
     let mut progress = Progress::new(&exp.name, total, a.quiet, interval);
-    progress.weigh(crate::progress::run_weights(&exp, cells));
+    progress.weigh(run_weights(&exp, cells));
     let mut writer = if finished.is_empty() {
         ResultWriter::create(&out, &exp, shard)?
     } else {
@@ -679,4 +679,11 @@ fn load(file: &Path, o: &OverrideArgs) -> Result<(Experiment, Option<TuneSpec>),
     let exp = experiment::load(file, &Overrides { set, runs: o.runs, seed: o.seed })?;
     let tune = crate::tune::spec::parse(&exp)?;
     Ok((exp, tune))
+}
+
+/// The weight of one run of each of `cells`: its point's expected events per run (see
+/// [`crate::experiment::cost::run_events`]).
+fn run_weights(exp: &crate::experiment::Experiment, cells: &[crate::sweep::Cell]) -> Vec<f64> {
+    let per_point: Vec<f64> = exp.points.iter().map(crate::experiment::cost::run_events).collect();
+    cells.iter().map(|c| per_point[c.point]).collect()
 }

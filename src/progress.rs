@@ -86,13 +86,6 @@ impl Eta {
     }
 }
 
-/// The weight of one run of each of `cells`: its point's expected events per run (see
-/// [`crate::experiment::cost::run_events`]).
-pub fn run_weights(exp: &crate::experiment::Experiment, cells: &[crate::sweep::Cell]) -> Vec<f64> {
-    let per_point: Vec<f64> = exp.points.iter().map(crate::experiment::cost::run_events).collect();
-    cells.iter().map(|c| per_point[c.point]).collect()
-}
-
 impl Progress {
     /// A bar when stderr is a terminal, lines every `every` otherwise, or nothing.
     pub fn new(name: &str, total: u64, quiet: bool, every: Duration) -> Progress {
