@@ -687,8 +687,12 @@ fn sort_keys(keys: &mut Vec<u64>, scratch: &mut Vec<u64>, counts: &mut Vec<u32>,
         *c += 1;
         crowded |= *c as usize > SMALL_SORT;
     }
-    for d in 1..counts.len() {
-        counts[d] += counts[d - 1];
+    // A running sum, not `counts[d] += counts[d - 1]`: the indexed form kept a bounds check in
+    // the loop and lost its unrolling in some builds (benches/README.md).
+    let mut running = 0;
+    for c in counts.iter_mut() {
+        running += *c;
+        *c = running;
     }
     scratch.clear();
     scratch.resize(n, 0);

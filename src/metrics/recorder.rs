@@ -115,10 +115,16 @@ impl Latencies {
         Latencies { all: latency_histogram(), ok: latency_histogram() }
     }
 
-    /// Empties both, keeping their memory.
+    /// Empties both, keeping their memory. An empty histogram is left alone: resetting one
+    /// clears every count it could hold, and a run whose operations all succeeded (or all
+    /// failed) leaves one of the two untouched (a sweep of short runs spent a tenth of its
+    /// time there: benches/README.md).
     pub fn reset(&mut self) {
-        self.all.reset();
-        self.ok.reset();
+        for h in [&mut self.all, &mut self.ok] {
+            if !h.is_empty() {
+                h.reset();
+            }
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -292,14 +298,16 @@ impl RunRecorder {
         &mut self.by_start_s[i]
     }
 
+    /// An operation started at `now`. `PLAIN`: the run has no windows (a plain run's copy of
+    /// the model never pays for the check).
     #[inline]
-    pub fn op_started(&mut self, now: Instant) {
+    pub fn op_started<const PLAIN: bool>(&mut self, now: Instant) {
         self.ops += 1;
         self.series.op_started(now);
         if self.track_recovery {
             self.start_bucket(now).started += 1;
         }
-        if !self.windows.is_empty() {
+        if !PLAIN && !self.windows.is_empty() {
             self.window_op_started(now);
         }
     }
@@ -363,11 +371,12 @@ impl RunRecorder {
         self.calls_per_ms[self.last_ms_slot] += 1;
     }
 
-    /// A request arrived at the server at `now` (after any gateway layers).
+    /// A request arrived at the server at `now` (after any gateway layers). `PLAIN`: as for
+    /// [`RunRecorder::op_started`].
     #[inline]
-    pub fn server_call(&mut self, now: Instant) {
+    pub fn server_call<const PLAIN: bool>(&mut self, now: Instant) {
         self.server_calls += 1;
-        if !self.windows.is_empty() {
+        if !PLAIN && !self.windows.is_empty() {
             self.window_server_call(now);
         }
     }
@@ -464,21 +473,22 @@ impl RunRecorder {
     }
 
     /// An operation that started at `started` and sent `attempts` attempts succeeded at `now`.
+    /// `PLAIN`: as for [`RunRecorder::op_started`].
     #[inline]
-    pub fn op_succeeded(&mut self, started: Instant, attempts: u32, now: Instant) {
+    pub fn op_succeeded<const PLAIN: bool>(&mut self, started: Instant, attempts: u32, now: Instant) {
         self.succeeded += 1;
-        self.ended(started, attempts, now, true);
+        self.ended::<PLAIN>(started, attempts, now, true);
     }
 
     /// An operation that started at `started` and sent `attempts` attempts failed at `now`.
     #[inline]
     pub fn op_failed(&mut self, reason: FailReason, started: Instant, attempts: u32, now: Instant) {
         self.failed_by[reason as usize] += 1;
-        self.ended(started, attempts, now, false);
+        self.ended::<false>(started, attempts, now, false);
     }
 
     #[inline]
-    fn ended(&mut self, started: Instant, attempts: u32, now: Instant, success: bool) {
+    fn ended<const PLAIN: bool>(&mut self, started: Instant, attempts: u32, now: Instant, success: bool) {
         self.makespan_to(now);
         self.series.op_ended(started, now, success);
         let latency = now.since(started).as_ns();
@@ -495,7 +505,7 @@ impl RunRecorder {
         } else {
             let _ = self.latency_ok_ns.record(latency);
             self.latency_ok_max_ns = self.latency_ok_max_ns.max(latency);
-            if !self.windows.is_empty() {
+            if !PLAIN && !self.windows.is_empty() {
                 self.window_op_succeeded(started, latency);
             }
         }
@@ -530,10 +540,18 @@ impl RunRecorder {
         horizon: Instant,
     ) -> (RunMetrics, Latencies) {
         self.series.finish();
-        // Cannot fail: both histograms auto-resize.
-        let _ = self.latency_ns.add(&self.latency_ok_ns);
-        let q = |p: f64| quantile_s(&self.latency_ns, self.latency_max_ns, p).unwrap_or(0.0);
         let q_ok = |p: f64| quantile_s(&self.latency_ok_ns, self.latency_ok_max_ns, p);
+        let (p50_ok, p99_ok) = (q_ok(0.5), q_ok(0.99));
+        let (p50, p99) = if self.latency_ns.is_empty() {
+            // No operation failed: every ended one is in `latency_ok_ns` (and its maximum is
+            // the maximum of all), so the sum would be a copy of it.
+            (p50_ok.unwrap_or(0.0), p99_ok.unwrap_or(0.0))
+        } else {
+            // Cannot fail: both histograms auto-resize.
+            let _ = self.latency_ns.add(&self.latency_ok_ns);
+            let q = |p: f64| quantile_s(&self.latency_ns, self.latency_max_ns, p).unwrap_or(0.0);
+            (q(0.5), q(0.99))
+        };
         let windows = self
             .windows
             .iter()
@@ -556,13 +574,13 @@ impl RunRecorder {
             calls: self.calls,
             server_calls: self.server_calls,
             completion_time_s: self.last_end.as_secs_f64(),
-            latency_p50_s: q(0.5),
-            latency_p99_s: q(0.99),
+            latency_p50_s: p50,
+            latency_p99_s: p99,
             latency_max_s: self.latency_max_ns as f64 / NS_PER_S,
             latency_min_s: if self.ended == 0 { 0.0 } else { self.latency_min_ns as f64 / NS_PER_S },
             latency_mean_s: ratio(self.latency_sum_ns, self.ended) / NS_PER_S,
-            latency_ok_p50_s: q_ok(0.5),
-            latency_ok_p99_s: q_ok(0.99),
+            latency_ok_p50_s: p50_ok,
+            latency_ok_p99_s: p99_ok,
             duplicates: self.duplicates,
             applied: self.applied,
             failed_but_applied: self.failed_but_applied,
@@ -620,12 +638,12 @@ mod tests {
     fn counts_and_rates() {
         let mut r = recorder(false);
         for i in 0..4 {
-            r.op_started(t(i));
+            r.op_started::<false>(t(i));
             r.call_sent(t(i));
         }
         r.call_sent(t(S + 1));
-        r.op_succeeded(t(0), 2, t(2 * S));
-        r.op_succeeded(t(1), 1, t(S));
+        r.op_succeeded::<false>(t(0), 2, t(2 * S));
+        r.op_succeeded::<false>(t(1), 1, t(S));
         r.op_failed(FailReason::Exhausted, t(2), 1, t(3 * S));
         r.unfinished(t(3), 1, t(10 * S));
         r.side_effect(1, t(0));
@@ -657,17 +675,17 @@ mod tests {
     fn means_waits_and_the_level_integral() {
         let mut r = recorder(false);
         // Two requests: one started at once at 0, one queued at 1 s and started at 3 s.
-        r.op_started(t(0));
+        r.op_started::<false>(t(0));
         r.accepted(t(0), false);
         r.service_started(Span::ZERO);
         r.levels(t(0), 1, 0);
-        r.op_started(t(S));
+        r.op_started::<false>(t(S));
         r.accepted(t(S), true);
         r.levels(t(S), 1, 1);
-        r.op_succeeded(t(0), 1, t(3 * S));
+        r.op_succeeded::<false>(t(0), 1, t(3 * S));
         r.service_started(Span::from_secs(2));
         r.levels(t(3 * S), 1, 0);
-        r.op_succeeded(t(S), 1, t(4 * S));
+        r.op_succeeded::<false>(t(S), 1, t(4 * S));
         r.levels(t(4 * S), 0, 0);
         // Work after the last operation ended is not in the makespan's integral.
         r.levels(t(5 * S), 1, 0);
@@ -690,8 +708,8 @@ mod tests {
     #[test]
     fn the_maximum_latency_is_exact() {
         let mut r = recorder(false);
-        r.op_started(t(0));
-        r.op_succeeded(t(0), 1, t(11 * S));
+        r.op_started::<false>(t(0));
+        r.op_succeeded::<false>(t(0), 1, t(11 * S));
         let m = r.metrics(0, None, t(20 * S));
         assert_eq!(m.latency_max_s, 11.0);
         // The histogram's bucket top is 11.0059 s; no percentile is above the maximum.
@@ -734,15 +752,15 @@ mod tests {
         // Started at 0 s (outside), 1 s (inside, succeeds after 2 s), 2 s (inside, fails after
         // 5 s), 3 s (outside: the end is excluded, succeeds after 4 s).
         for s in 0..4 {
-            r.op_started(t(s * S));
+            r.op_started::<false>(t(s * S));
         }
         for at in [S - 1, S, 3 * S - 1, 3 * S] {
-            r.server_call(t(at));
+            r.server_call::<false>(t(at));
         }
-        r.op_succeeded(t(0), 1, t(S / 2));
-        r.op_succeeded(t(S), 1, t(3 * S));
+        r.op_succeeded::<false>(t(0), 1, t(S / 2));
+        r.op_succeeded::<false>(t(S), 1, t(3 * S));
         r.op_failed(FailReason::Exhausted, t(2 * S), 1, t(7 * S));
-        r.op_succeeded(t(3 * S), 1, t(7 * S));
+        r.op_succeeded::<false>(t(3 * S), 1, t(7 * S));
         let m = r.metrics(0, None, t(20 * S));
         assert_eq!(m.server_calls, 4);
         assert_eq!(m.server_amplification(), 1.0);
@@ -760,7 +778,7 @@ mod tests {
         );
         // Nothing succeeded: no successful latency, rather than 0.
         let mut r = recorder(false);
-        r.op_started(t(0));
+        r.op_started::<false>(t(0));
         r.op_failed(FailReason::Exhausted, t(0), 1, t(S));
         let m = r.metrics(0, None, t(2 * S));
         assert_eq!((m.latency_ok_p50_s, m.latency_ok_p99_s, m.latency_p99_s), (None, None, 1.0));
@@ -776,12 +794,12 @@ mod tests {
             for s in 0..40u64 {
                 for i in 0..10 {
                     let at = s * S + i * (S / 10);
-                    r.op_started(t(at));
+                    r.op_started::<false>(t(at));
                     if (sick_from..sick_to).contains(&s) {
                         // Three attempts and 2 s each while sick.
-                        r.op_succeeded(t(at), 3, t(at + 2 * S));
+                        r.op_succeeded::<false>(t(at), 3, t(at + 2 * S));
                     } else {
-                        r.op_succeeded(t(at), 1, t(at + S / 10));
+                        r.op_succeeded::<false>(t(at), 1, t(at + S / 10));
                     }
                 }
             }
@@ -794,9 +812,9 @@ mod tests {
         // Operations still pending at the horizon make their bucket unhealthy.
         let mut r = recorder(true);
         for s in 0..40u64 {
-            r.op_started(t(s * S));
+            r.op_started::<false>(t(s * S));
             if !(10..16).contains(&s) {
-                r.op_succeeded(t(s * S), 1, t(s * S + 1));
+                r.op_succeeded::<false>(t(s * S), 1, t(s * S + 1));
             } else {
                 r.unfinished(t(s * S), 1, t(60 * S));
             }

@@ -136,7 +136,7 @@ impl Clients {
         let jitter = SplitMix64::seed_from_u64(
             self.jitter_root.map_or(0, |root| derive(derive(root, client as u64), index)),
         );
-        rec.op_started(now);
+        rec.op_started::<PLAIN>(now);
         if self.has_controls::<PLAIN>() {
             self.gate.op_started(client, now);
         }
@@ -195,7 +195,7 @@ impl Clients {
         }
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
-        rec.op_succeeded(started, attempts, now);
+        rec.op_succeeded::<PLAIN>(started, attempts, now);
         if self.has_controls::<PLAIN>() {
             let last_cost = self.ops.get(slot).last_cost;
             self.gate.op_ended(client, true, last_cost);

@@ -141,7 +141,7 @@ impl Model for OccModel {
                 s.schedule_in(d, Ev::WriteArrive { op, version });
             }
             Ev::WriteArrive { op, version } => {
-                self.rec.server_call(now);
+                self.rec.server_call::<false>(now);
                 self.rec.accepted(now, false);
                 let ok = version == self.version;
                 if ok {

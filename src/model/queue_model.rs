@@ -17,7 +17,7 @@
 //! controls, no idempotency keys, no timeout or deadline and ignore Retry-After
 //! ([`Clients::is_plain`]); the network is instantaneous and lossless; the server has no
 //! faults, rate limit, dedup store or overload ([`Server::is_plain`]); there are no gateway
-//! layers. The thundering herds are plain. [`run`] decides once, and runs the model compiled
+//! layers and no measured windows (`[output] windows`). The thundering herds are plain. [`run`] decides once, and runs the model compiled
 //! with `PLAIN = true`: the same code with every test of a feature that is off folded away
 //! (on the 10,000-client herd, a fifth of the instructions: benches/README.md). Any other
 //! run takes the copy compiled with `PLAIN = false`, which tests each feature. The two give
@@ -185,6 +185,7 @@ pub fn run<Q: EventQueue<Ev>>(
     let server = Server::new(server, inputs.run_seed);
     if plain_copy
         && !matches!(inputs.workload, Workload::Serial { .. })
+        && inputs.windows.is_empty()
         && is_plain(&inputs.clients, &inputs.net, &server, inputs.gateways.is_some())
     {
         run_as::<true, Q>(server, inputs)
@@ -423,7 +424,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     ) {
         let mut req = Request::new(op, attempt, gives_up_at);
         let now = s.now();
-        self.rec.server_call(now);
+        self.rec.server_call::<PLAIN>(now);
         if !PLAIN && self.keys != KeyMode::None {
             req.key_tag = self.key_tag(req.op);
         }
