@@ -106,7 +106,8 @@ pub fn is_plain_run(params: RunParams) -> bool {
     let clients = clients(&params.workload, params.retry, &params.gate, params.keys, 0, Default::default());
     let net = Network::new(&params.network, stream(0, Stream::Network));
     let server = server::Server::new(q, 0);
-    params.windows.is_empty() && queue_model::is_plain(&clients, &net, &server, !params.layers.is_empty())
+    let layers = !params.layers.is_empty();
+    queue_model::is_plain(&params.workload, &clients, &net, &server, layers, &params.windows)
 }
 
 /// The clients of a run, with `ops` (a table to reuse, or a new one); the controls' draws come

@@ -17,11 +17,12 @@
 //! controls, no idempotency keys, no timeout or deadline and ignore Retry-After
 //! ([`Clients::is_plain`]); the network is instantaneous and lossless; the server has no
 //! faults, rate limit, dedup store or overload ([`Server::is_plain`]); there are no gateway
-//! layers and no measured windows (`[output] windows`). The thundering herds are plain. [`run`] decides once, and runs the model compiled
-//! with `PLAIN = true`: the same code with every test of a feature that is off folded away
-//! (on the 10,000-client herd, a fifth of the instructions: benches/README.md). Any other
-//! run takes the copy compiled with `PLAIN = false`, which tests each feature. The two give
-//! the same results for a plain run; `tests/queue_equivalence.rs` checks it.
+//! layers, no measured windows (`[output] windows`) and the workload is not serial
+//! ([`is_plain`]). The thundering herds are plain. [`run`] decides once, and runs the model
+//! compiled with `PLAIN = true`: the same code with every test of a feature that is off
+//! folded away (on the 10,000-client herd, a fifth of the instructions: benches/README.md).
+//! Any other run takes the copy compiled with `PLAIN = false`, which tests each feature. The
+//! two give the same results for a plain run; `tests/it/queue_equivalence.rs` checks it.
 
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::gateway::{self, Caller, Gateways, Step};
@@ -183,10 +184,8 @@ pub fn run<Q: EventQueue<Ev>>(
     inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
     let server = Server::new(server, inputs.run_seed);
-    if plain_copy
-        && !matches!(inputs.workload, Workload::Serial { .. })
-        && inputs.windows.is_empty()
-        && is_plain(&inputs.clients, &inputs.net, &server, inputs.gateways.is_some())
+    let layers = inputs.gateways.is_some();
+    if plain_copy && is_plain(inputs.workload, &inputs.clients, &inputs.net, &server, layers, inputs.windows)
     {
         run_as::<true, Q>(server, inputs)
     } else {
@@ -195,8 +194,20 @@ pub fn run<Q: EventQueue<Ev>>(
 }
 
 /// Whether a run with these parts is plain (see the module docs).
-pub fn is_plain(clients: &Clients, net: &Network, server: &Server, layers: bool) -> bool {
-    clients.is_plain() && net.is_perfect() && server.is_plain() && !layers
+pub fn is_plain(
+    workload: &Workload,
+    clients: &Clients,
+    net: &Network,
+    server: &Server,
+    layers: bool,
+    windows: &[Window],
+) -> bool {
+    !matches!(workload, Workload::Serial { .. })
+        && windows.is_empty()
+        && clients.is_plain()
+        && net.is_perfect()
+        && server.is_plain()
+        && !layers
 }
 
 /// [`run`] with the copy of the model it chose.
