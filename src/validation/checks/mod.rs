@@ -14,8 +14,10 @@
 //! | `queueing.rs` | queueing theory: Erlang B and C, M/M/1, M/D/1, Little's law, Poisson arrivals |
 //! | `controls.rs` | retries and their controls: independent failures, backoff laws, budgets, the breaker, layers, the storm |
 //! | [`aws`] (`aws.rs`) | the AWS 2015 study, against its simulator's numbers and its claims |
+| [`brooker`] (`brooker.rs`) | Brooker's retry_sim `run_sims`, against its outputs over independent seeds |
 
 pub mod aws;
+pub mod brooker;
 mod controls;
 mod parameters;
 mod queueing;
@@ -188,6 +190,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: aws::METHOD,
         series: false,
         evaluate: aws::evaluate,
+    },
+    CheckDef {
+        id: "brooker-retry-sim",
+        title: "Brooker's retry_sim run_sims, run unchanged",
+        method: brooker::METHOD,
+        series: false,
+        evaluate: brooker::evaluate,
     },
 ];
 
