@@ -127,3 +127,36 @@ fn the_aws_check_runs_the_shipped_experiment() {
         assert_eq!(model(a), model(b));
     }
 }
+
+/// The Brooker check can fail: the same file with the adaptive bucket's deposit doubled
+/// (0.2 tokens per call instead of upstream's 0.1) leaves upstream's noise at the high
+/// failure rates, where the bucket's refill decides how many retries go out.
+#[test]
+fn the_brooker_check_fails_when_the_bucket_is_not_upstreams() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad_suite = tmp.path().join("suite");
+    std::fs::create_dir(&bad_suite).unwrap();
+    let reference = retrysim::validation::checks::brooker::REFERENCE;
+    std::fs::copy(suite().join(reference), bad_suite.join(reference)).unwrap();
+    let file = std::fs::read_to_string(suite().join("brooker-retry-sim.toml")).unwrap();
+    assert!(file.contains("per_call = 0.1"));
+    std::fs::write(
+        bad_suite.join("brooker-retry-sim.toml"),
+        file.replace("per_call = 0.1", "per_call = 0.2"),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    retrysim()
+        .current_dir(root())
+        .args(["validate", "--check", "brooker-retry-sim", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--suite")
+        .arg(&bad_suite)
+        .assert()
+        .code(1);
+    let md = std::fs::read_to_string(out.join("VALIDATION.md")).unwrap();
+    assert!(md.contains("(`brooker-retry-sim`): **FAIL**"), "{md}");
+    let failed: Vec<&str> = md.lines().filter(|l| l.ends_with("| **FAIL** |")).collect();
+    assert!(!failed.is_empty(), "{md}");
+    assert!(failed.iter().all(|l| l.contains("adaptive_10pct")), "only the bucket's rows fail: {failed:?}");
+}

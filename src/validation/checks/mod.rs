@@ -14,7 +14,7 @@
 //! | `queueing.rs` | queueing theory: Erlang B and C, M/M/1, M/D/1, Little's law, Poisson arrivals |
 //! | `controls.rs` | retries and their controls: independent failures, backoff laws, budgets, the breaker, layers, the storm |
 //! | [`aws`] (`aws.rs`) | the AWS 2015 study, against its simulator's numbers and its claims |
-| [`brooker`] (`brooker.rs`) | Brooker's retry_sim `run_sims`, against its outputs over independent seeds |
+//! | [`brooker`] (`brooker.rs`) | Brooker's retry_sim `run_sims`, against its outputs over independent seeds |
 
 pub mod aws;
 pub mod brooker;
