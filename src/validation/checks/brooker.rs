@@ -5,6 +5,7 @@
 
 use super::parameters::{estimate, queue_server, require};
 use crate::experiment::Experiment;
+use crate::metrics::RunMetrics;
 use crate::stats::{self, Estimate};
 use crate::sweep::Results;
 use crate::validation::{Evaluation, Row, Unit};
@@ -60,25 +61,22 @@ pub fn evaluate(exp: &Experiment, results: &Results, suite: &Path) -> Result<Eva
             let seeds = upstream.get(&(rate.to_bits(), strategy.name.clone())).ok_or_else(|| {
                 format!("{REFERENCE} has no line for failure rate {rate}, strategy `{}`", strategy.name)
             })?;
-            let up = |f: fn(&(f64, f64)) -> f64| Estimate::of(&seeds.iter().map(f).collect::<Vec<_>>());
-            let (up_ok, up_amp) = (up(|x| x.0), up(|x| x.1));
-            let what = |m: &str| format!("p = {rate}, {}: {m}", strategy.name);
-            rows.push(Row::value(
-                what("success rate"),
-                Unit::NUMBER,
-                up_ok.mean,
-                up_ok.se,
-                estimate(results, p, s, |m| m.success_rate()),
-                0.0,
-            ));
-            rows.push(Row::value(
-                what("amplification"),
-                Unit::NUMBER,
-                up_amp.mean,
-                up_amp.se,
-                estimate(results, p, s, |m| m.amplification()),
-                0.0,
-            ));
+            type Metric = (&'static str, fn(&(f64, f64)) -> f64, fn(&RunMetrics) -> f64);
+            let metrics: [Metric; 2] = [
+                ("success rate", |x| x.0, |m| m.success_rate()),
+                ("amplification", |x| x.1, |m| m.amplification()),
+            ];
+            for (name, upstream_value, ours) in metrics {
+                let up = Estimate::of(&seeds.iter().map(upstream_value).collect::<Vec<_>>());
+                rows.push(Row::value(
+                    format!("p = {rate}, {}: {name}", strategy.name),
+                    Unit::NUMBER,
+                    up.mean,
+                    up.se,
+                    estimate(results, p, s, ours),
+                    0.0,
+                ));
+            }
         }
     }
     let largest = rows.iter().filter_map(|r| r.z()).map(f64::abs).fold(0.0, f64::max);
