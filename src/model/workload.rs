@@ -59,43 +59,41 @@ impl OpenArrivals {
     /// changes: a draw that overshoots the next change is discarded and redrawn from there.
     /// At fixed spacing: the next multiple of the gap after the start of the step, no draw.
     pub fn next_after<R: Rng + ?Sized>(&self, now: Instant, rng: &mut R) -> Option<Instant> {
-        if self.spacing == Spacing::Fixed {
-            return self.next_fixed_after(now);
-        }
-        let mut t = now;
-        let mut i = self.steps.partition_point(|&(from, _)| from <= t).saturating_sub(1);
-        loop {
-            let rate = self.steps[i].1;
-            let boundary = self.steps.get(i + 1).map_or(self.end, |s| s.0.min(self.end));
-            if rate > 0.0 {
+        match self.spacing {
+            Spacing::Fixed => self.first_in_steps(now, |from, rate, t, boundary| {
+                let gap = (NS_PER_S / rate).round().max(1.0) as u64;
+                let (from, t) = (from.as_ns(), t.as_ns());
+                let next = ((t - from) / gap + 1).checked_mul(gap).and_then(|d| d.checked_add(from));
+                next.filter(|&n| n < boundary.as_ns()).map(Instant::from_ns)
+            }),
+            Spacing::Poisson => self.first_in_steps(now, |_, rate, t, boundary| {
                 let gap: f64 = Exp1.sample(rng);
                 let next = t.as_ns() as f64 + gap / rate * NS_PER_S;
-                if next < boundary.as_ns() as f64 {
-                    return Some(Instant::ZERO + Span::from_ns_f64(next));
-                }
-            }
-            if boundary >= self.end {
-                return None;
-            }
-            t = boundary;
-            i += 1;
+                (next < boundary.as_ns() as f64).then(|| Instant::ZERO + Span::from_ns_f64(next))
+            }),
         }
     }
 
-    fn next_fixed_after(&self, now: Instant) -> Option<Instant> {
-        let mut t = now.as_ns();
-        let mut i = self.steps.partition_point(|&(from, _)| from.as_ns() <= t).saturating_sub(1);
+    /// Walks the rate steps from `now`: in each step with a positive rate, `next_in_step(step
+    /// start, rate, from, step end)` gives the arrival inside the step, if any; an empty step
+    /// moves on to the next one from its start, until the workload's end.
+    #[inline]
+    fn first_in_steps(
+        &self,
+        now: Instant,
+        mut next_in_step: impl FnMut(Instant, f64, Instant, Instant) -> Option<Instant>,
+    ) -> Option<Instant> {
+        let mut t = now;
+        let mut i = self.steps.partition_point(|&(from, _)| from <= t).saturating_sub(1);
         loop {
-            let (from, rate) = (self.steps[i].0.as_ns(), self.steps[i].1);
-            let boundary = self.steps.get(i + 1).map_or(self.end, |s| s.0.min(self.end)).as_ns();
-            if rate > 0.0 {
-                let gap = (NS_PER_S / rate).round().max(1.0) as u64;
-                let next = ((t - from) / gap + 1).checked_mul(gap).and_then(|d| d.checked_add(from));
-                if let Some(next) = next.filter(|&n| n < boundary) {
-                    return Some(Instant::from_ns(next));
-                }
+            let (from, rate) = self.steps[i];
+            let boundary = self.steps.get(i + 1).map_or(self.end, |s| s.0.min(self.end));
+            if rate > 0.0
+                && let Some(next) = next_in_step(from, rate, t, boundary)
+            {
+                return Some(next);
             }
-            if boundary >= self.end.as_ns() {
+            if boundary >= self.end {
                 return None;
             }
             t = boundary;
