@@ -2,9 +2,9 @@
 
 use super::dist::dist;
 use super::faults::{background_error, fault};
-use crate::experiment::{InProgress, QueueServerSpec, RetryAfterFormat};
+use crate::experiment::{InProgress, LockRelease, QueueServerSpec, RetryAfterFormat};
 use crate::model::server::ServerParams;
-use crate::model::server::idempotency::{StoreParams, WhileInProgress};
+use crate::model::server::idempotency::{Release, StoreParams, WhileInProgress};
 use crate::model::server::overload::OverloadParams;
 use crate::model::server::rate_limit::RateLimitParams;
 
@@ -29,6 +29,12 @@ pub fn server(spec: &QueueServerSpec) -> ServerParams {
                 InProgress::Conflict => WhileInProgress::Conflict,
                 InProgress::Wait => WhileInProgress::Wait,
             },
+            lock_ttl: i.lock_ttl.map(|t| t.span()),
+            release: match i.release {
+                LockRelease::Delete => Release::Delete,
+                LockRelease::CompareAndDelete => Release::CompareAndDelete,
+            },
+            fencing: i.fencing,
         }),
         overload: spec.overload.as_ref().map(|o| OverloadParams { alpha: o.alpha, knee: o.knee }),
     }

@@ -242,6 +242,21 @@ pub struct IdempotencySpec {
     /// How long a finished key is remembered.
     pub ttl: Duration,
     pub on_in_progress: InProgress,
+    /// How long the in-progress lock lasts; `None`: until its request finishes.
+    pub lock_ttl: Option<Duration>,
+    pub release: LockRelease,
+    /// The resource refuses the effect of a holder whose lock was granted again since.
+    pub fencing: bool,
+}
+
+/// How a holder lets go of the key's lock.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockRelease {
+    /// Delete the lock whoever holds it.
+    Delete,
+    /// Delete it only if this holder still holds it.
+    CompareAndDelete,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]

@@ -280,6 +280,22 @@ pub const METRICS: &[Metric] = &[
         meaning: "the most keys the server's dedup store held at once (in progress, or done and not yet expired); 0 without `[server.idempotency]` or without keys",
     },
     Metric {
+        name: "lock_expired",
+        read: |m| Value::Count(m.lock_expired),
+        label: "locks expired during the work",
+        unit: "count",
+        better: Some(Better::Lower),
+        meaning: "lock grants of the dedup store whose `lock_ttl` ran out while their request was still at the server (waiting or in service), so that another request with the key could take the lock; counted when one does, or when the holder finishes or is dropped; 0 without `lock_ttl`",
+    },
+    Metric {
+        name: "fenced",
+        read: |m| Value::Count(m.fenced),
+        label: "late effects fenced",
+        unit: "count",
+        better: None,
+        meaning: "completed requests whose effect the resource refused because the key's lock had been granted again since their grant (`fencing = true`): work done without effect, nothing stored, answered 409; not in `duplicates` or `applied`",
+    },
+    Metric {
         name: "wasted_work_s",
         read: |m| Value::Real(m.wasted_work_s),
         label: "wasted server work",

@@ -40,6 +40,12 @@ pub struct RunMetrics {
     pub failed_but_applied: u64,
     /// The most idempotency keys the server's dedup store held at once.
     pub idempotency_keys_peak: u64,
+    /// Lock grants of the dedup store whose `lock_ttl` ran out while their request was still
+    /// at the server.
+    pub lock_expired: u64,
+    /// Completions the resource refused because their lock grant was no longer the latest
+    /// (`fencing`): work done without its effect.
+    pub fenced: u64,
     pub wasted_work_s: f64,
     /// Mean time the requests a worker started had waited in the server's queue (0 for those
     /// started on arrival); 0 when none started.
@@ -187,6 +193,8 @@ pub struct RunRecorder {
     applied: u64,
     failed_but_applied: u64,
     keys_peak: u64,
+    locks_expired: u64,
+    fenced: u64,
     wasted_ns: u128,
     /// Requests accepted by the server (started or queued), and of those, queued.
     accepted: u64,
@@ -262,6 +270,8 @@ impl RunRecorder {
             applied: 0,
             failed_but_applied: 0,
             keys_peak: 0,
+            locks_expired: 0,
+            fenced: 0,
             wasted_ns: 0,
             accepted: 0,
             queued: 0,
@@ -467,6 +477,13 @@ impl RunRecorder {
         self.keys_peak = peak;
     }
 
+    /// The dedup store's lock grants that expired while their request was at the server, and
+    /// the completions fencing refused, in the run.
+    pub fn locks(&mut self, expired: u64, fenced: u64) {
+        self.locks_expired = expired;
+        self.fenced = fenced;
+    }
+
     #[inline]
     pub fn wasted(&mut self, span: Span) {
         self.wasted_ns += span.as_ns() as u128;
@@ -585,6 +602,8 @@ impl RunRecorder {
             applied: self.applied,
             failed_but_applied: self.failed_but_applied,
             idempotency_keys_peak: self.keys_peak,
+            lock_expired: self.locks_expired,
+            fenced: self.fenced,
             wasted_work_s: self.wasted_ns as f64 / NS_PER_S,
             wait_mean_s: ratio(self.wait_sum_ns, self.started) / NS_PER_S,
             queued_fraction: ratio(self.queued as u128, self.accepted),

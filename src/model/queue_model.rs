@@ -27,7 +27,7 @@
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::gateway::{self, Caller, Gateways, Step};
 use super::network::Network;
-use super::server::idempotency::{KeyMode, KeyTag};
+use super::server::idempotency::{Completion, KeyMode, KeyTag};
 use super::server::workers::Next;
 use super::server::{Arrival, Reply, Request, Server, ServerParams};
 use super::workload::{OpenArrivals, SerialStarts, StartTimes, Streams, Workload};
@@ -290,6 +290,8 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
     }
     engine::run(&mut model, &mut sched, horizon);
     model.rec.keys_peak(model.server.keys_peak());
+    let (locks_expired, fenced) = model.server.lock_counts();
+    model.rec.locks(locks_expired, fenced);
     let (metrics, left) = model.clients.finish(model.rec, sched.processed(), fault_span, horizon);
     (metrics, sched.into_queue(), left)
 }
@@ -482,19 +484,22 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         self.rec.levels(now, busy, queued);
     }
 
-    /// A worker finished: the side effect happens, the answer goes back (and to the requests
-    /// parked on its idempotency key), and the next waiting request starts.
+    /// A worker finished: the side effect happens (unless fencing refused it), the answer
+    /// goes back (and to the requests parked on its idempotency key), and the next waiting
+    /// request starts.
     fn done<Q: EventQueue<Ev>>(&mut self, worker: u32, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
-        let (req, started) = self.server.done::<PLAIN>(worker, now);
-        let op = self.clients.ops.get(req.op);
-        op.executions += 1;
-        self.rec.side_effect(op.executions, now);
-        if op.executions == 1 && op.ended {
-            // An operation that ended in success had its effect already (a success answer
-            // comes from its execution, or from the store that recorded one), so this one
-            // ended in failure: the client gave up before its effect happened.
-            self.rec.failed_but_applied();
+        let (req, started, completion) = self.server.done::<PLAIN>(worker, now);
+        if completion == Completion::Applied {
+            let op = self.clients.ops.get(req.op);
+            op.executions += 1;
+            self.rec.side_effect(op.executions, now);
+            if op.executions == 1 && op.ended {
+                // An operation that ended in success had its effect already (a success answer
+                // comes from its execution, or from the store that recorded one), so this one
+                // ended in failure: the client gave up before its effect happened.
+                self.rec.failed_but_applied();
+            }
         }
         if req.gives_up_at < now {
             self.rec.wasted(now.since(started.max(req.gives_up_at)));

@@ -309,6 +309,30 @@ fn cases() -> Vec<Case> {
             stderr: &["`server.idempotency.ttl`", "must be > 0"],
         },
         Case {
+            what: "lock_ttl 0",
+            text: replaced("queue = 0", "queue = 0\nidempotency = { lock_ttl = \"0s\" }"),
+            args: &[],
+            stderr: &["`server.idempotency.lock_ttl`", "must be > 0"],
+        },
+        Case {
+            what: "negative lock_ttl",
+            text: replaced("queue = 0", "queue = 0\nidempotency = { lock_ttl = \"-30s\" }"),
+            args: &[],
+            stderr: &["`server.idempotency.lock_ttl`", "negative"],
+        },
+        Case {
+            what: "lock_ttl with parked waiters",
+            text: replaced("queue = 0", "queue = 0\nidempotency = { lock_ttl = \"30s\", on_in_progress = \"wait\" }"),
+            args: &[],
+            stderr: &["`server.idempotency.lock_ttl`", "on_in_progress = \"conflict\""],
+        },
+        Case {
+            what: "unknown lock release",
+            text: replaced("queue = 0", "queue = 0\nidempotency = { release = \"unlink\" }"),
+            args: &[],
+            stderr: &["`server.idempotency.release`", "delete, compare-and-delete"],
+        },
+        Case {
             what: "unknown on_in_progress",
             text: replaced("queue = 0", "queue = 0\nidempotency = { on_in_progress = \"block\" }"),
             args: &[],

@@ -266,6 +266,8 @@ struct Stages {
     rate_limit: Option<(f64, f64, bool)>,
     /// `(ttl in ms, on_in_progress = "wait")`.
     idempotency: Option<(u32, bool)>,
+    /// With `"conflict"`: `(lock_ttl in ms, release = "delete", fencing)`.
+    lock: Option<(u32, bool, bool)>,
     /// `(alpha, knee as a fraction of concurrency)`.
     overload: Option<(f64, f64)>,
     reject_dont_retry: bool,
@@ -277,9 +279,12 @@ fn stages() -> impl Strategy<Value = Stages> {
         proptest::option::of((prop_oneof![1..=2000u32, Just(100_000_000u32)], any::<bool>())),
         proptest::option::of((0.0..0.5f64, 0.0..=1.0f64)),
         any::<bool>(),
+        proptest::option::of((1..=200u32, any::<bool>(), any::<bool>())),
     )
-        .prop_map(|(rate_limit, idempotency, overload, reject_dont_retry)| Stages {
+        .prop_map(|(rate_limit, idempotency, overload, reject_dont_retry, lock)| Stages {
             rate_limit,
+            // Locks that expire are modelled with "conflict" only.
+            lock: lock.filter(|_| idempotency.is_some_and(|(_, wait)| !wait)),
             idempotency,
             overload,
             reject_dont_retry,
@@ -305,6 +310,7 @@ fn queue_server() -> impl Strategy<Value = QueueServer> {
                 let stages = stages.unwrap_or(Stages {
                     rate_limit: None,
                     idempotency: None,
+                    lock: None,
                     overload: None,
                     reject_dont_retry: false,
                 });
@@ -558,8 +564,12 @@ impl Case {
                 }
                 if let Some((ttl_ms, wait)) = st.idempotency {
                     let mode = if wait { "wait" } else { "conflict" };
+                    let lock = st.lock.map_or(String::new(), |(lock_ms, delete, fencing)| {
+                        let release = if delete { "delete" } else { "compare-and-delete" };
+                        format!(", lock_ttl = \"{lock_ms}ms\", release = \"{release}\", fencing = {fencing}")
+                    });
                     lines.push(format!(
-                        "idempotency = {{ ttl = \"{ttl_ms}ms\", on_in_progress = \"{mode}\" }}"
+                        "idempotency = {{ ttl = \"{ttl_ms}ms\", on_in_progress = \"{mode}\"{lock} }}"
                     ));
                 }
                 if let Some((alpha, knee)) = st.overload {
@@ -719,14 +729,24 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
         );
         prop_assert!(m.failed_but_applied <= m.failed);
     }
-    // The dedup store: per-op keys kept longer than the run never execute an operation twice;
-    // without a store or without keys nothing is stored.
+    // The dedup store: per-op keys kept longer than the run never execute an operation twice,
+    // unless a lock expires under work and no fencing stops the late holder; without a store
+    // or without keys nothing is stored. Fencing refuses only work whose lock expired.
     let store = c.server.as_ref().and_then(|q| q.stages.idempotency);
-    match store {
-        Some((ttl_ms, _)) if s.keys == "per-op" && ttl_ms >= c.horizon_ms => {
-            prop_assert_eq!(m.duplicates, 0, "per-op keys kept for the whole run, yet duplicates");
-        }
-        _ => {}
+    let lock = c.server.as_ref().and_then(|q| q.stages.lock);
+    let kept_all_run = store.is_some_and(|(ttl_ms, _)| ttl_ms >= c.horizon_ms) && s.keys == "per-op";
+    if kept_all_run && (lock.is_none_or(|(_, _, fencing)| fencing) || m.lock_expired == 0) {
+        prop_assert_eq!(m.duplicates, 0, "per-op keys kept for the whole run, yet duplicates");
+    }
+    if lock.is_none() || s.keys == "none" {
+        prop_assert_eq!((m.lock_expired, m.fenced), (0, 0), "no lock_ttl or no keys: no lock expires");
+    }
+    if !lock.is_some_and(|(_, _, fencing)| fencing) {
+        prop_assert_eq!(m.fenced, 0, "fenced without fencing");
+    } else {
+        // A holder is fenced when a later grant exists while it works: the first such grant
+        // took a lock that expired under a holder's work.
+        prop_assert!(m.fenced == 0 || m.lock_expired > 0, "fenced {} without an expired lock", m.fenced);
     }
     if store.is_none() || s.keys == "none" {
         prop_assert_eq!(m.idempotency_keys_peak, 0);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 35] = [
+const METRICS: [&str; 37] = [
     "ops",
     "succeeded",
     "failed",
@@ -36,6 +36,8 @@ const METRICS: [&str; 35] = [
     "applied",
     "failed_but_applied",
     "idempotency_keys_peak",
+    "lock_expired",
+    "fenced",
     "wasted_work_s",
     "wait_mean_s",
     "queued_fraction",

@@ -311,6 +311,114 @@ fn a_request_the_full_queue_rejects_releases_its_key() {
     }
 }
 
+/// One batch whose transaction takes exactly 45 s behind a key whose lock lasts `lock_ttl`.
+/// The client times out after 5 s and retries 12 s after each failure: attempts at 0 s
+/// (times out at 5 s), 17 s and 29 s (409 at once), 41 s, and 53 s after a 409 at 41 s or
+/// 58 s after a timeout at 46 s.
+const LOCKS: &str = r#"
+name = "locks"
+horizon = "10m"
+[workload]
+kind = "closed"
+[server]
+concurrency = 10
+service_time = { dist = "constant", value = "45s" }
+idempotency = { ttl = "24h", lock_ttl = "30s" }
+[client]
+timeout = "5s"
+max_attempts = 5
+idempotency = "per-op"
+[[strategies]]
+name = "per-op"
+backoff = { kind = "constant", base = "12s" }
+[sweep]
+"server.idempotency.lock_ttl" = ["30s", "60s"]
+"server.idempotency.release" = ["compare-and-delete", "delete"]
+"server.idempotency.fencing" = [false, true]
+"#;
+
+#[test]
+fn a_lock_shorter_than_the_transaction_executes_again_as_the_schedule_predicts() {
+    let runs = runs_of(&load(LOCKS, &[]));
+    // Side-effect executions the server ran, refused ones included.
+    let executions = |m: &RunMetrics| m.applied + m.duplicates + m.fenced;
+    for release in ["compare-and-delete", "delete"] {
+        for fencing in ["false", "true"] {
+            // A 60 s lock outlives the 45 s transaction: attempts 2 to 4 get 409, the first
+            // finishes at 45 s and stores its result, attempt 5 (53 s) gets it.
+            let m = only(&runs, &["60s", release, fencing], "per-op");
+            assert_eq!(
+                (m.succeeded, m.calls, executions(m), m.duplicates),
+                (1, 5, 1, 0),
+                "{release} {fencing}"
+            );
+            assert_eq!((m.lock_expired, m.fenced), (0, 0));
+            assert_eq!(m.latency_max_s, 53.0);
+        }
+    }
+    // A 30 s lock: attempt 4 (41 s) finds it expired and executes again (41 s to 86 s).
+    // Without fencing the first holder stores its result at 45 s, attempt 5 (58 s) gets it,
+    // and the second execution at 86 s pays again.
+    for (release, expired) in [("compare-and-delete", 2), ("delete", 1)] {
+        let m = only(&runs, &["30s", release, "false"], "per-op");
+        assert_eq!(
+            (m.succeeded, m.calls, executions(m), m.duplicates, m.applied),
+            (1, 5, 2, 1, 1),
+            "{release}"
+        );
+        // The first lock, taken over at 41 s; with compare-and-delete the second one too (it
+        // expires at 71 s, its work ends at 86 s); "delete" removed it at 45 s.
+        assert_eq!((m.lock_expired, m.fenced), (expired, 0), "{release}");
+        assert_eq!(m.latency_max_s, 58.0);
+    }
+    // Fencing: the first holder's late work (grant 1 < 2) is refused at 45 s and stores
+    // nothing. compare-and-delete keeps the second holder's lock (until 71 s): attempt 5
+    // (58 s) gets 409, the operation fails with its attempts used up, and the second
+    // execution pays once.
+    let m = only(&runs, &["30s", "compare-and-delete", "true"], "per-op");
+    assert_eq!((m.succeeded, m.failed, failed(m, FailReason::Exhausted)), (0, 1, 1));
+    assert_eq!((executions(m), m.fenced, m.applied, m.duplicates, m.failed_but_applied), (2, 1, 1, 0, 1));
+    assert_eq!((m.lock_expired, m.latency_max_s), (2, 58.0));
+    // "delete": the fenced first holder's `finally` deletes the second's lock at 45 s, so a
+    // third holder (attempt 5, grant 3) gets in at 58 s; the second is fenced in turn at 86 s
+    // and the third applies at 103 s: three executions, one effect.
+    let m = only(&runs, &["30s", "delete", "true"], "per-op");
+    assert_eq!((m.succeeded, m.failed), (0, 1));
+    assert_eq!((executions(m), m.fenced, m.applied, m.duplicates, m.failed_but_applied), (3, 2, 1, 0, 1));
+    assert_eq!((m.lock_expired, m.latency_max_s), (1, 63.0));
+    for r in &runs {
+        check_ambiguous_outcomes(&r.m);
+    }
+}
+
+#[test]
+fn a_lock_longer_than_every_transaction_never_executes_twice() {
+    // Many batches with per-op keys, random transaction times up to 20 s, a worker for each
+    // client (no wait in the queue, which the lock's TTL would count) and a lock of 30 s;
+    // clients time out after 1 s and retry: every retry finds the lock or the result.
+    let text = LOCKS
+        .replace(
+            r#"service_time = { dist = "constant", value = "45s" }"#,
+            r#"service_time = { dist = "uniform", low = "1s", high = "20s" }"#,
+        )
+        .replace("kind = \"closed\"", "kind = \"closed\"\nclients = 50\nops_per_client = 4")
+        .replace("concurrency = 10", "concurrency = 50")
+        .replace("timeout = \"5s\"", "timeout = \"1s\"")
+        .replace("max_attempts = 5", "max_attempts = 30")
+        .replace("base = \"12s\"", "base = \"700ms\"");
+    let runs = runs_of(&load(
+        &text,
+        &[("sweep", "{}"), ("runs", "5"), ("server.idempotency.release", "\"delete\"")],
+    ));
+    let mut retries = 0;
+    for r in &runs {
+        assert_eq!((r.m.duplicates, r.m.lock_expired, r.m.fenced), (0, 0, 0), "run {}", r.run);
+        assert_eq!(r.m.applied, r.m.ops);
+        retries += r.m.calls - r.m.ops;
+    }
+    assert!(retries > 1000, "the retries meet the lock ({retries})");
+}
+
 const RATE_LIMITED: &str = r#"
 name = "rate-limited"
 horizon = "1m"

@@ -683,6 +683,27 @@ pub static IDEMPOTENCY: Table = Table {
             Value("\"conflict\""),
             "a repeat while the first request is in progress: 409 (\"conflict\") or wait for its answer (\"wait\", like SET NX)",
         ),
+        f(
+            "lock_ttl",
+            Ty::Duration,
+            Absent("none: the lock lasts until its request finishes or is dropped"),
+            "the in-progress lock expires after this, while the work may still run (`SET lock:<key> NX PX`); a later request with the key then takes it and executes again",
+        )
+        .range(POSITIVE)
+        .message("must be > 0: how long the in-progress lock lasts, e.g. \"30s\"; leave it out for a lock that never expires")
+        .rules("needs on_in_progress = \"conflict\""),
+        f(
+            "release",
+            Ty::Choice(&["delete", "compare-and-delete"]),
+            Value("\"compare-and-delete\""),
+            "how a finished (or dropped) holder releases the lock: delete it whoever holds it now, or only if it is still its own (Redis's Lua release); matters only with lock_ttl",
+        ),
+        f(
+            "fencing",
+            Ty::Bool,
+            Value("false"),
+            "fencing tokens: a holder whose lock was granted again since cannot apply its effect (`fenced`, answered 409); matters only with lock_ttl",
+        ),
     ],
 };
 

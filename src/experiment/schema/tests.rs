@@ -251,7 +251,8 @@ name = "c"
 backoff = { kind = "constant", base = "1ms" }
 "#;
     load_str(closed, "closed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"constant\", value = \"1ms\" }\n";
+    let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
+                   idempotency = { lock_ttl = \"30s\", release = \"delete\", fencing = true }\n";
     let constant = closed
         .replace("[server]\nkind = \"occ\"\n", service)
         .replace("dist = \"normal\", mean = \"1ms\", sd = \"0\"", "dist = \"exponential\", mean = \"1ms\"");

@@ -9,7 +9,7 @@ use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
     ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus,
-    NamedFailure, PolicySpec, QueueServerSpec, ServerSpec, Strategy, WorkloadSpec,
+    InProgress, NamedFailure, PolicySpec, QueueServerSpec, ServerSpec, Strategy, WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 
@@ -168,6 +168,16 @@ fn queue_server(q: &QueueServerSpec) -> Check {
     let total: f64 = q.errors.iter().map(|e| e.probability).sum();
     if total > 1.0 + 1e-12 {
         fail("server.errors", format!("the probabilities add up to {total}, above 1; lower them"))?;
+    }
+    if let Some(i) = &q.idempotency
+        && i.lock_ttl.is_some()
+        && i.on_in_progress == InProgress::Wait
+    {
+        fail(
+            "server.idempotency.lock_ttl",
+            "with on_in_progress = \"wait\" is not modelled (what would a request parked on an expired lock do?): \
+             set server.idempotency.on_in_progress = \"conflict\" (a repeat is answered 409 while the lock lasts), or remove lock_ttl",
+        )?;
     }
     if let Some(o) = &q.overload
         && o.knee > q.concurrency

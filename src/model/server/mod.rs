@@ -29,7 +29,7 @@ use crate::metrics::recovery::FaultSpan;
 use crate::model::dist::Dist;
 use crate::policy::{Outcome, RetryAfter};
 use faults::{ErrorRate, Fault, Faults};
-use idempotency::{Key, KeyTag, Store, StoreParams};
+use idempotency::{Completion, Grant, Key, KeyTag, Store, StoreParams};
 use overload::{Overload, OverloadParams};
 use rate_limit::{RateLimit, RateLimitParams};
 use workers::{Next, Placed, Workers};
@@ -262,6 +262,12 @@ impl Server {
         self.store.as_ref().map_or(0, |s| s.peak() as u64)
     }
 
+    /// The dedup store's lock grants that expired while their request was at the server, and
+    /// the completions fencing refused (0 and 0 without a store).
+    pub fn lock_counts(&self) -> (u64, u64) {
+        self.store.as_ref().map_or((0, 0), |s| (s.locks_expired(), s.fenced()))
+    }
+
     /// The span of the faults that start before `horizon` (for the recovery analysis).
     pub fn fault_span(&self, horizon: Instant) -> Option<FaultSpan> {
         self.faults.span(horizon)
@@ -282,7 +288,7 @@ impl Server {
         }
         if !PLAIN
             && self.screens
-            && let Some(stop) = self.screen(&req, now)
+            && let Some(stop) = self.screen(&mut req, now)
         {
             return stop;
         }
@@ -295,7 +301,7 @@ impl Server {
             Placed::Rejected(o) => {
                 debug_assert_eq!(o, self.reject_reply.outcome);
                 if !PLAIN && self.store.is_some() {
-                    self.rejected_key(req.key());
+                    self.rejected_key(req.key(), req.key_tag.grant, now);
                 }
                 Arrival::Answered(self.reject_reply)
             }
@@ -303,9 +309,10 @@ impl Server {
     }
 
     /// The stages between the faults and the workers, when any is configured (out of line, so
-    /// that a server without them runs the event loop it ran before they existed).
+    /// that a server without them runs the event loop it ran before they existed). The dedup
+    /// store writes the lock grant a request takes into its key tag.
     #[inline(never)]
-    fn screen(&mut self, req: &Request, now: Instant) -> Option<Arrival> {
+    fn screen(&mut self, req: &mut Request, now: Instant) -> Option<Arrival> {
         if let Some(rl) = &mut self.rate_limit
             && let Some(stop) = rl.admit(now).stop()
         {
@@ -319,28 +326,34 @@ impl Server {
         None
     }
 
-    /// The full queue rejected a request that was to execute `key`: the key was new (a key
-    /// in progress never reaches the workers), so no request is parked on it: it is only
-    /// forgotten.
+    /// The full queue rejected a request that was to execute `key` with `grant`: it had just
+    /// taken the key's lock (a key whose lock is held never reaches the workers), so no
+    /// request is parked on it: the lock is only released.
     #[cold]
     #[inline(never)]
-    fn rejected_key(&mut self, key: Key) {
+    fn rejected_key(&mut self, key: Key, grant: Grant, now: Instant) {
         if let Some(store) = &mut self.store {
-            let promoted = store.abandon(key);
+            let promoted = store.abandon(key, grant, now);
             debug_assert!(promoted.is_none());
         }
     }
 
-    /// Worker `worker` finished at `now`: its request and when it started serving it. The
-    /// request's key, if any, is done; the requests parked on it are then answered
-    /// ([`Server::pop_answered`]).
+    /// Worker `worker` finished at `now`: its request, when it started serving it, and
+    /// whether its effect happened. The request's key, if any, is done (the requests parked
+    /// on it are then answered, [`Server::pop_answered`]), unless fencing refused the work:
+    /// then nothing happened and the request's answer is 409 (or the gateway's
+    /// `after_effect` error drawn for it).
     #[inline]
-    pub fn done<const PLAIN: bool>(&mut self, worker: u32, now: Instant) -> (Request, Instant) {
-        let (req, started) = self.workers.done(worker);
-        if !PLAIN && let Some(store) = &mut self.store {
-            store.complete(req.key(), now);
+    pub fn done<const PLAIN: bool>(&mut self, worker: u32, now: Instant) -> (Request, Instant, Completion) {
+        let (mut req, started) = self.workers.done(worker);
+        if !PLAIN
+            && let Some(store) = &mut self.store
+            && store.complete(req.key(), req.key_tag.grant, now) == Completion::Fenced
+        {
+            req.answer = idempotency::fenced_answer(&req);
+            return (req, started, Completion::Fenced);
         }
-        (req, started)
+        (req, started, Completion::Applied)
     }
 
     /// A parked request whose key's work completed, with its answer in `answer`.
@@ -361,7 +374,7 @@ impl Server {
             }
             self.promoted = None;
             if self.drop_expired && p.gives_up_at <= now {
-                return Some(self.dropped(p));
+                return Some(self.dropped(p, now));
             }
             return match self.workers.place(p, now, capacity, slowdown) {
                 // It waited parked on its key, not in the queue (`wait_mean_s` is the queue's).
@@ -377,14 +390,14 @@ impl Server {
             Next::Started { worker, service, waited } => {
                 Some(Next::Started { worker, service: self.stretch::<PLAIN>(service), waited })
             }
-            Next::Dropped(req) => Some(self.dropped(req)),
+            Next::Dropped(req) => Some(self.dropped(req, now)),
         }
     }
 
-    /// `req` was dropped unserved: its key, if any, is released.
-    fn dropped(&mut self, req: Request) -> Next {
+    /// `req` was dropped unserved at `now`: its key's lock, if any, is released.
+    fn dropped(&mut self, req: Request, now: Instant) -> Next {
         if let Some(store) = &mut self.store {
-            self.promoted = store.abandon(req.key());
+            self.promoted = store.abandon(req.key(), req.key_tag.grant, now);
         }
         Next::Dropped(req)
     }
