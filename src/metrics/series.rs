@@ -211,6 +211,12 @@ impl TimeSeries {
         row
     }
 
+    /// Operations started in bucket `i` (the denominator of `success_rate`; not a column of
+    /// its own).
+    pub fn started(&self, i: usize) -> u64 {
+        self.buckets[i].started
+    }
+
     /// The sum of count series `c` over all buckets.
     pub fn total(&self, c: Count) -> u64 {
         self.buckets.iter().map(|b| b.counts[c as usize]).sum()
