@@ -358,10 +358,9 @@ mod tests {
         let exact = OpenArrivals::new(1.0, secs(100), &steps);
         let first_after = |a: &OpenArrivals, seed| -> f64 {
             let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
-            let (mut t, mut next) = (Instant::ZERO, a.next_after(Instant::ZERO, &mut r).unwrap());
+            let mut next = a.next_after(Instant::ZERO, &mut r).unwrap();
             while next.as_ns() < S {
-                t = next;
-                next = a.next_after(t, &mut r).unwrap();
+                next = a.next_after(next, &mut r).unwrap();
             }
             (next.as_ns() - S) as f64 / S as f64
         };

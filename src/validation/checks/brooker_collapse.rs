@@ -104,11 +104,9 @@ fn windows(run: &[Second]) -> Vec<Second> {
 
 /// Our run's first `seconds` seconds as upstream counts them, or why the run cannot be read so.
 fn ours(m: &RunMetrics, seconds: usize) -> Result<Vec<Second>, String> {
-    let exhausted =
-        m.failed_by[FailReason::ALL.iter().position(|r| *r == FailReason::Exhausted).unwrap_or(0)];
-    let unfinished =
-        m.failed_by[FailReason::ALL.iter().position(|r| *r == FailReason::Unfinished).unwrap_or(0)];
-    require(m.failed == exhausted + unfinished && m.series.total(Count::Rejected) == 0, || {
+    let exhausted_or_pending =
+        m.failed_by[FailReason::Exhausted as usize] + m.failed_by[FailReason::Unfinished as usize];
+    require(m.failed == exhausted_or_pending && m.series.total(Count::Rejected) == 0, || {
         "retries are counted as timeouts - failures: an operation may fail only by its last \
          attempt's timeout (no rejections, no budget, breaker, throttle or deadline)"
             .into()
