@@ -2,7 +2,7 @@
 
 use super::dist::dist;
 use crate::engine::Instant;
-use crate::experiment::{ArrivalsSpec, WorkloadSpec};
+use crate::experiment::{ArrivalsSpec, RateChangesSpec, WorkloadSpec};
 use crate::model::workload::{OpenArrivals, Spacing, Streams, Workload};
 
 pub fn workload(spec: &WorkloadSpec) -> Workload {
@@ -19,8 +19,12 @@ pub fn workload(spec: &WorkloadSpec) -> Workload {
             end: Instant::ZERO + duration.span(),
             first_call: first_call.as_ref().map(dist),
         },
-        WorkloadSpec::Open { rate, duration, schedule, clients, arrivals, first_call } => {
-            let spacing = if *arrivals == ArrivalsSpec::Fixed { Spacing::Fixed } else { Spacing::Poisson };
+        WorkloadSpec::Open { rate, duration, schedule, clients, arrivals, first_call, rate_changes } => {
+            let spacing = match (arrivals, rate_changes) {
+                (ArrivalsSpec::Fixed, _) => Spacing::Fixed,
+                (_, RateChangesSpec::Exact) => Spacing::Poisson,
+                (_, RateChangesSpec::AtNextArrival) => Spacing::PoissonAtNextArrival,
+            };
             let streams = match arrivals {
                 ArrivalsSpec::PerClient => Streams::PerClient { first_call: first_call.as_ref().map(dist) },
                 ArrivalsSpec::Poisson | ArrivalsSpec::Fixed => Streams::Fleet,

@@ -68,6 +68,9 @@ pub enum WorkloadSpec {
         /// `arrivals = "per-client"` only: each client's first call, at a draw of this.
         #[serde(default)]
         first_call: Option<DistSpec>,
+        /// How a Poisson stream follows the schedule's rate changes.
+        #[serde(default)]
+        rate_changes: RateChangesSpec,
     },
 }
 
@@ -82,6 +85,18 @@ pub enum ArrivalsSpec {
     PerClient,
     /// One arrival every `1 / rate`.
     Fixed,
+}
+
+/// How a Poisson stream follows the schedule's rate changes (`[workload] rate_changes`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RateChangesSpec {
+    /// A gap that crosses a change is redrawn from it: a Poisson process of the schedule.
+    #[default]
+    Exact,
+    /// Each gap is drawn at the rate in force at the arrival that starts it, as a load
+    /// generator that sleeps a random gap after each call (Brooker's simple_collapse_sim).
+    AtNextArrival,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -211,6 +211,12 @@ impl TimeSeries {
         row
     }
 
+    /// Operations started in bucket `i` (the denominator of `success_rate`; not a column of
+    /// its own).
+    pub fn started(&self, i: usize) -> u64 {
+        self.buckets[i].started
+    }
+
     /// The sum of count series `c` over all buckets.
     pub fn total(&self, c: Count) -> u64 {
         self.buckets.iter().map(|b| b.counts[c as usize]).sum()
@@ -251,6 +257,7 @@ mod tests {
         s.op_ended(t(100), t(2700), true);
         let (ok, fail, rate) = (Count::Successes as usize, Count::Failures as usize, COUNTS);
         assert_eq!(s.row(0)[rate], Some(0.5), "2 of the 4 started in bucket 0 succeeded");
+        assert_eq!((s.started(0), s.started(2)), (4, 0));
         assert_eq!(s.row(2)[rate], None, "nothing started in bucket 2");
         assert_eq!((s.row(2)[ok], s.row(2)[fail]), (Some(2.0), Some(1.0)), "ends by end time");
     }

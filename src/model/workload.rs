@@ -13,6 +13,12 @@ use rand_distr::{Distribution, Exp1};
 pub enum Spacing {
     /// Exponential gaps: a Poisson process.
     Poisson,
+    /// Exponential gaps, each drawn at the rate in force at the arrival that starts it and
+    /// kept across rate changes: a change takes effect from the first arrival after it, as
+    /// in a load generator that sleeps a random gap after each call (Brooker's
+    /// simple_collapse_sim, `RampUpDownLoadGenerator.gen_load`). Where the rate is 0 the
+    /// stream waits for the next step with a positive rate and draws from its start.
+    PoissonAtNextArrival,
     /// Exactly `1 / rate` apart (rounded to the nanosecond), the first `1 / rate` after the
     /// start of its rate step, as a load generator inserting on a timer (the OSDI '22
     /// experiment's client inserts every 75,000 ns).
@@ -56,7 +62,8 @@ impl OpenArrivals {
 
     /// The first arrival strictly after `now` (or at 0 for the first call with `now = 0`),
     /// `None` once past the workload's duration. Memorylessness makes it exact across rate
-    /// changes: a draw that overshoots the next change is discarded and redrawn from there.
+    /// changes: a draw that overshoots the next change is discarded and redrawn from there
+    /// (with [`Spacing::PoissonAtNextArrival`] it is kept, up to the duration).
     /// At fixed spacing: the next multiple of the gap after the start of the step, no draw.
     pub fn next_after<R: Rng + ?Sized>(&self, now: Instant, rng: &mut R) -> Option<Instant> {
         match self.spacing {
@@ -71,6 +78,15 @@ impl OpenArrivals {
                 let next = t.as_ns() as f64 + gap / rate * NS_PER_S;
                 (next < boundary.as_ns() as f64).then(|| Instant::ZERO + Span::from_ns_f64(next))
             }),
+            // The gap is drawn at the rate in force now and kept whatever changes after it:
+            // the first step with a positive rate draws, and the answer is final.
+            Spacing::PoissonAtNextArrival => self
+                .first_in_steps(now, |_, rate, t, _| {
+                    let gap: f64 = Exp1.sample(rng);
+                    let next = t.as_ns() as f64 + gap / rate * NS_PER_S;
+                    Some((next < self.end.as_ns() as f64).then(|| Instant::ZERO + Span::from_ns_f64(next)))
+                })
+                .flatten(),
         }
     }
 
@@ -78,11 +94,11 @@ impl OpenArrivals {
     /// start, rate, from, step end)` gives the arrival inside the step, if any; an empty step
     /// moves on to the next one from its start, until the workload's end.
     #[inline]
-    fn first_in_steps(
+    fn first_in_steps<T>(
         &self,
         now: Instant,
-        mut next_in_step: impl FnMut(Instant, f64, Instant, Instant) -> Option<Instant>,
-    ) -> Option<Instant> {
+        mut next_in_step: impl FnMut(Instant, f64, Instant, Instant) -> Option<T>,
+    ) -> Option<T> {
         let mut t = now;
         let mut i = self.steps.partition_point(|&(from, _)| from <= t).saturating_sub(1);
         loop {
@@ -292,6 +308,70 @@ mod tests {
         // A fixed stream draws nothing: the generator is where it was.
         let mut fresh = Xoshiro256PlusPlus::seed_from_u64(1);
         assert_eq!(r.next_u64(), fresh.next_u64());
+    }
+
+    /// Arrivals of `a` from 0 until it stops, with the generator seeded `seed`.
+    fn all(a: &OpenArrivals, seed: u64) -> Vec<u64> {
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let (mut t, mut got) = (Instant::ZERO, Vec::new());
+        while let Some(next) = a.next_after(t, &mut r) {
+            got.push(next.as_ns());
+            t = next;
+        }
+        got
+    }
+
+    #[test]
+    fn at_next_arrival_keeps_the_gap_that_crosses_a_change() {
+        // 1000/s until 1 s, then 0 until the end at 2 s.
+        let steps = [(secs(1), 0.0)];
+        let exact = OpenArrivals::new(1000.0, secs(2), &steps);
+        let kept = OpenArrivals::spaced(Spacing::PoissonAtNextArrival, 1000.0, secs(2), &steps);
+        for seed in 0..50 {
+            let (e, k) = (all(&exact, seed), all(&kept, seed));
+            // The same draws until the change; the exact stream discards the gap that crosses
+            // it, the other keeps it: exactly one arrival after 1 s, then the rate 0 stops it.
+            assert!(e.iter().all(|&t| t < S), "{e:?}");
+            assert_eq!(k.len(), e.len() + 1, "seed {seed}");
+            assert_eq!(k[..e.len()], e[..]);
+            assert!((S..2 * S).contains(&k[e.len()]), "{k:?}");
+        }
+        // After a zero-rate step the stream starts again from the next positive step: one
+        // arrival carried into [1 s, 2 s), then about 1000 in [2 s, 3 s).
+        let gap = OpenArrivals::spaced(
+            Spacing::PoissonAtNextArrival,
+            1000.0,
+            secs(3),
+            &[(secs(1), 0.0), (secs(2), 1000.0)],
+        );
+        let k = all(&gap, 3);
+        assert_eq!(k.iter().filter(|&&t| (S..2 * S).contains(&t)).count(), 1);
+        let last = k.iter().filter(|&&t| t >= 2 * S).count() as f64;
+        assert!((last - 1000.0).abs() < 5.0 * 31.7, "{last}");
+    }
+
+    #[test]
+    fn at_next_arrival_lags_a_rise_by_one_gap() {
+        // 1/s until 1 s, then 1000/s: the first arrival is drawn at 1/s (mean 1 s) and the
+        // draw is kept, so the rise takes effect only from it. Over 2000 seeds, the first
+        // arrival after 1 s comes at 1 s + Exp(1)'s remainder beyond 1 s, i.e. 1 s later on
+        // average (memoryless), not 1 ms later as in the exact stream.
+        let steps = [(secs(1), 1000.0)];
+        let kept = OpenArrivals::spaced(Spacing::PoissonAtNextArrival, 1.0, secs(100), &steps);
+        let exact = OpenArrivals::new(1.0, secs(100), &steps);
+        let first_after = |a: &OpenArrivals, seed| -> f64 {
+            let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mut next = a.next_after(Instant::ZERO, &mut r).unwrap();
+            while next.as_ns() < S {
+                next = a.next_after(next, &mut r).unwrap();
+            }
+            (next.as_ns() - S) as f64 / S as f64
+        };
+        let n = 2000;
+        let mean = |a: &OpenArrivals| (0..n).map(|s| first_after(a, s)).sum::<f64>() / n as f64;
+        let (k, e) = (mean(&kept), mean(&exact));
+        assert!((k - 1.0).abs() < 5.0 / (n as f64).sqrt(), "kept: {k} s after the rise");
+        assert!((e - 0.001).abs() < 5.0 * 0.001 / (n as f64).sqrt(), "exact: {e} s after the rise");
     }
 
     #[test]

@@ -130,6 +130,15 @@ fn cases() -> Vec<Case> {
             stderr: &["`workload.first_call`", "arrivals = \"per-client\""],
         },
         Case {
+            what: "rate changes at the next arrival with fixed-interval arrivals",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20\n",
+                "kind = \"open\"\nrate = 10.0\nduration = \"5s\"\narrivals = \"fixed\"\nrate_changes = \"at-next-arrival\"\n",
+            ),
+            args: &[],
+            stderr: &["`workload.rate_changes`", "arrivals = \"poisson\""],
+        },
+        Case {
             what: "an unknown arrival process",
             text: replaced(
                 "kind = \"closed\"\nclients = 20\n",

@@ -128,35 +128,58 @@ fn the_aws_check_runs_the_shipped_experiment() {
     }
 }
 
-/// The Brooker check can fail: the same file with the adaptive bucket's deposit doubled
-/// (0.2 tokens per call instead of upstream's 0.1) leaves upstream's noise at the high
-/// failure rates, where the bucket's refill decides how many retries go out.
-#[test]
-fn the_brooker_check_fails_when_the_bucket_is_not_upstreams() {
+/// Runs check `id` alone on a copy of its file with `from` replaced by `to` (and its upstream
+/// reference beside it): it must fail. Returns VALIDATION.md's failing rows.
+fn failing_rows_when_changed(id: &str, reference: &str, from: &str, to: &str) -> Vec<String> {
     let tmp = tempfile::tempdir().unwrap();
     let bad_suite = tmp.path().join("suite");
     std::fs::create_dir(&bad_suite).unwrap();
-    let reference = retrysim::validation::checks::brooker::REFERENCE;
     std::fs::copy(suite().join(reference), bad_suite.join(reference)).unwrap();
-    let file = std::fs::read_to_string(suite().join("brooker-retry-sim.toml")).unwrap();
-    assert!(file.contains("per_call = 0.1"));
-    std::fs::write(
-        bad_suite.join("brooker-retry-sim.toml"),
-        file.replace("per_call = 0.1", "per_call = 0.2"),
-    )
-    .unwrap();
+    let file = std::fs::read_to_string(suite().join(format!("{id}.toml"))).unwrap();
+    assert!(file.contains(from), "{id}.toml has `{from}`");
+    std::fs::write(bad_suite.join(format!("{id}.toml")), file.replace(from, to)).unwrap();
     let out = tmp.path().join("out");
     retrysim()
         .current_dir(root())
-        .args(["validate", "--check", "brooker-retry-sim", "--quiet", "--out"])
+        .args(["validate", "--check", id, "--quiet", "--out"])
         .arg(&out)
         .arg("--suite")
         .arg(&bad_suite)
         .assert()
         .code(1);
     let md = std::fs::read_to_string(out.join("VALIDATION.md")).unwrap();
-    assert!(md.contains("(`brooker-retry-sim`): **FAIL**"), "{md}");
-    let failed: Vec<&str> = md.lines().filter(|l| l.ends_with("| **FAIL** |")).collect();
+    assert!(md.contains(&format!("(`{id}`): **FAIL**")), "{md}");
+    let failed: Vec<String> = md.lines().filter(|l| l.ends_with("| **FAIL** |")).map(String::from).collect();
     assert!(!failed.is_empty(), "{md}");
+    failed
+}
+
+/// The Brooker check can fail: the same file with the adaptive bucket's deposit doubled
+/// (0.2 tokens per call instead of upstream's 0.1) leaves upstream's noise at the high
+/// failure rates, where the bucket's refill decides how many retries go out.
+#[test]
+fn the_brooker_check_fails_when_the_bucket_is_not_upstreams() {
+    let reference = retrysim::validation::checks::brooker::REFERENCE;
+    let failed =
+        failing_rows_when_changed("brooker-retry-sim", reference, "per_call = 0.1", "per_call = 0.2");
     assert!(failed.iter().all(|l| l.contains("adaptive_10pct")), "only the bucket's rows fail: {failed:?}");
+}
+
+/// The collapse check can fail: with the server's slowdown per request in service doubled
+/// (alpha 0.02 instead of upstream's 0.01) the collapse comes earlier and the windows of both
+/// scenarios leave upstream's noise; with the first backoff drawn from U(0, 10 s) instead of
+/// U(0, 20 s), only the backoff scenario's windows do.
+#[test]
+fn the_collapse_check_fails_when_the_model_is_not_upstreams() {
+    let reference = retrysim::validation::checks::brooker_collapse::REFERENCE;
+    let id = "brooker-collapse-ramp";
+    let failed = failing_rows_when_changed(id, reference, "alpha = 0.01,", "alpha = 0.02,");
+    for scenario in ["ramp_no_backoff,", "ramp_backoff_and_jitter,"] {
+        assert!(failed.iter().any(|l| l.contains(scenario)), "{scenario} windows fail: {failed:?}");
+    }
+    let failed = failing_rows_when_changed(id, reference, "base = \"20s\"", "base = \"10s\"");
+    assert!(
+        failed.iter().all(|l| l.contains("ramp_backoff_and_jitter")),
+        "only the backoff's rows: {failed:?}"
+    );
 }

@@ -1,6 +1,7 @@
 //! The open workload's arrival processes (`[workload] arrivals`): per-client Poisson streams
 //! with a first call at each client's wake-up (Brooker's retry_sim), and fixed-interval
-//! arrivals (the OSDI '22 retry experiment's client). Tolerances are 5 standard errors.
+//! arrivals (the OSDI '22 retry experiment's client); `rate_changes = "at-next-arrival"`
+//! (Brooker's simple_collapse_sim). Tolerances are 5 standard errors.
 
 use retrysim::experiment::{Overrides, load_str};
 use retrysim::metrics::RunMetrics;
@@ -94,6 +95,23 @@ fn fixed_arrivals_are_exactly_one_over_rate_apart() {
     }
     let poisson = open(3, 1000.0, 1, "").replace("concurrency = 100000", "concurrency = 1");
     assert!(runs(&poisson).iter().all(|m| m.queued_fraction > 0.1), "Poisson arrivals do queue");
+}
+
+/// `rate_changes = "at-next-arrival"` keeps the gap drawn before a rate change: when the rate
+/// drops to 0 at 5 s, the gap that crosses 5 s still brings one more operation (Brooker's
+/// ramp, whose generator keeps going after its rate reaches 0), where the exact stream stops.
+/// Per-client streams keep it too: one more operation per client.
+#[test]
+fn at_next_arrival_carries_one_gap_past_a_drop_to_zero() {
+    let ramp_down = |extra: &str| {
+        open(20, 100.0, 4, &format!("schedule = [{{ at = \"5s\", rate = 0.0 }}]\n{extra}"))
+            .replace("[client]", "[output]\nwindows = { after = [\"5s\", \"10s\"] }\n[client]")
+    };
+    let after = |text: &str| runs(text).iter().map(|m| m.windows[0].ops).collect::<Vec<_>>();
+    assert_eq!(after(&ramp_down("")), vec![0; 20], "exact: nothing arrives at rate 0");
+    assert_eq!(after(&ramp_down(r#"rate_changes = "at-next-arrival""#)), vec![1; 20]);
+    let per_client = ramp_down("arrivals = \"per-client\"\nrate_changes = \"at-next-arrival\"");
+    assert_eq!(after(&per_client), vec![4; 20], "one carried gap per client stream");
 }
 
 /// A serial workload of `clients` clients with a `gap` and a constant service time.

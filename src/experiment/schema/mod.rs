@@ -392,6 +392,13 @@ pub static WORKLOAD: Tagged = Tagged {
                     "`per-client` only: each client makes one call when it first wakes, at a draw of this, and its stream starts then (retry_sim: exponential, mean 10ms)",
                 )
                 .rules("only with arrivals = \"per-client\""),
+                f(
+                    "rate_changes",
+                    Ty::Choice(&["exact", "at-next-arrival"]),
+                    Value("\"exact\""),
+                    "how a Poisson stream follows the schedule: `exact` redraws a gap that crosses a rate change from the change (a Poisson process of the schedule); `at-next-arrival` draws each gap at the rate in force at the arrival that starts it, so a change takes effect from the first arrival after it, as a load generator that sleeps a random gap after each call (Brooker's simple_collapse_sim)",
+                )
+                .rules("not with arrivals = \"fixed\""),
             ],
         },
         Variant {

@@ -90,6 +90,7 @@ duration = "20s"
 schedule = [{ at = "5s", rate = 60.0 }]
 arrivals = "per-client"
 first_call = { dist = "exponential", mean = "10ms" }
+rate_changes = "at-next-arrival"
 clients = 4
 [network]
 latency = { dist = "lognormal", median = "1ms", sigma = 0.3 }

@@ -9,7 +9,8 @@ use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
     ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus,
-    InProgress, NamedFailure, PolicySpec, QueueServerSpec, ServerSpec, Strategy, WorkloadSpec,
+    InProgress, NamedFailure, PolicySpec, QueueServerSpec, RateChangesSpec, ServerSpec, Strategy,
+    WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 
@@ -102,7 +103,14 @@ fn workload(w: &WorkloadSpec) -> Check {
             }
             at_most("workload.clients", *clients, MAX_CLIENTS, "clients")
         }
-        WorkloadSpec::Open { rate, schedule, clients, arrivals, first_call, .. } => {
+        WorkloadSpec::Open { rate, schedule, clients, arrivals, first_call, rate_changes, .. } => {
+            if *rate_changes != RateChangesSpec::Exact && *arrivals == ArrivalsSpec::Fixed {
+                fail(
+                    "workload.rate_changes",
+                    "fixed-interval arrivals draw no gaps (each rate step restarts the spacing): \
+                     remove rate_changes, or set arrivals = \"poisson\" or \"per-client\"",
+                )?;
+            }
             if first_call.is_some() && *arrivals != ArrivalsSpec::PerClient {
                 fail(
                     "workload.first_call",

@@ -15,9 +15,11 @@
 //! | `controls.rs` | retries and their controls: independent failures, backoff laws, budgets, the breaker, layers, the storm |
 //! | [`aws`] (`aws.rs`) | the AWS 2015 study, against its simulator's numbers and its claims |
 //! | [`brooker`] (`brooker.rs`) | Brooker's retry_sim `run_sims`, against its outputs over independent seeds |
+//! | [`brooker_collapse`] (`brooker_collapse.rs`) | Brooker's simple_collapse_sim ramp scenarios, window by window, against its outputs over independent seeds |
 
 pub mod aws;
 pub mod brooker;
+pub mod brooker_collapse;
 mod controls;
 mod parameters;
 mod queueing;
@@ -197,6 +199,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: brooker::METHOD,
         series: false,
         evaluate: brooker::evaluate,
+    },
+    CheckDef {
+        id: "brooker-collapse-ramp",
+        title: "Brooker's simple_collapse_sim ramps, run unchanged",
+        method: brooker_collapse::METHOD,
+        series: true,
+        evaluate: brooker_collapse::evaluate,
     },
 ];
 
