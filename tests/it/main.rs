@@ -18,6 +18,7 @@ mod determinism;
 mod docs;
 mod layers;
 mod memory;
+mod pool;
 mod no_alloc;
 mod queue_equivalence;
 mod queueing_theory;
