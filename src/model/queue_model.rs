@@ -500,7 +500,8 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         s: &mut Scheduler<Ev, Q>,
     ) {
         let c = self.connections.as_mut().expect("only called with a connection pool");
-        let grant = c.check_out(connections::Attempt { op, number: attempt }, gives_up_at, &mut self.clients.ops);
+        let grant =
+            c.check_out(connections::Attempt { op, number: attempt }, gives_up_at, &mut self.clients.ops);
         if !matches!(grant, Grant::Send { .. })
             && let Some(wait) = c.max_wait()
             && s.now() + wait < gives_up_at
@@ -515,7 +516,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// nothing (it waits in the queue).
     fn grant<Q: EventQueue<Ev>>(&mut self, grant: Option<Grant>, s: &mut Scheduler<Ev, Q>) {
         match grant {
-            Some(Grant::Send { attempt, gives_up_at }) => self.dispatch(attempt.op, attempt.number, gives_up_at, s),
+            Some(Grant::Send { attempt, gives_up_at }) => {
+                self.dispatch(attempt.op, attempt.number, gives_up_at, s)
+            }
             Some(Grant::Open { attempt, after }) => {
                 // The event holds a reference on the operation.
                 self.clients.ops.get(attempt.op).refs += 1;
@@ -546,7 +549,12 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
 
     /// The client stopped waiting for `op`'s attempt (its timeout, its deadline, or the pool's
     /// `max_wait` when `waited_for_connection`): the attempt failed.
-    fn timed_out<Q: EventQueue<Ev>>(&mut self, op: u32, waited_for_connection: bool, s: &mut Scheduler<Ev, Q>) {
+    fn timed_out<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        waited_for_connection: bool,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
         let now = s.now();
         self.rec.timed_out(now);
         if waited_for_connection {
@@ -558,7 +566,13 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// An answer reaches the client: its connection goes back to the pool first (the Go
     /// driver checks it in before the operation returns), then the client reads it.
     #[inline(always)]
-    fn answer_arrives<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
+    fn answer_arrives<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        attempt: u32,
+        reply: Reply,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
         if self.has_pool() {
             let c = self.connections.as_mut().expect("checked");
             let grant = c.answered(connections::Attempt { op, number: attempt }, &mut self.clients.ops);
@@ -694,7 +708,8 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         }
         if self.has_pool() {
             let c = self.connections.as_mut().expect("checked");
-            let grant = c.unanswered(connections::Attempt { op: req.op, number: req.attempt }, &mut self.clients.ops);
+            let grant =
+                c.unanswered(connections::Attempt { op: req.op, number: req.attempt }, &mut self.clients.ops);
             self.grant(grant, s);
         }
         self.clients.ops.release(req.op)

@@ -456,7 +456,13 @@ impl Pool {
 }
 
 fn pool() -> impl Strategy<Value = Pool> {
-    (1..=6u32, proptest::option::of(1..=300u32), any::<bool>(), prop_oneof![Just(0u32), 1..=20_000u32], any::<bool>())
+    (
+        1..=6u32,
+        proptest::option::of(1..=300u32),
+        any::<bool>(),
+        prop_oneof![Just(0u32), 1..=20_000u32],
+        any::<bool>(),
+    )
         .prop_map(|(size, max_wait_ms, close_on_timeout, connect_us, shared)| Pool {
             size,
             max_wait_ms,
@@ -746,7 +752,10 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
             prop_assert_eq!(m.server_calls, m.calls, "instant, lossless requests all reach the server");
         } else {
             let out = m.calls - m.server_calls - m.pool_timeouts;
-            prop_assert!(out <= failed_by(FailReason::Unfinished), "{out} calls neither arrived nor timed out");
+            prop_assert!(
+                out <= failed_by(FailReason::Unfinished),
+                "{out} calls neither arrived nor timed out"
+            );
         }
     }
     // A pool timeout is a call that never reached the server; without a pool there are none,

@@ -61,7 +61,9 @@ fn waits_beyond_max_wait_fail_in_the_client_and_never_reach_the_server() {
     assert_eq!(m.failed_by[retrysim::metrics::FailReason::Exhausted as usize], 4);
     assert_eq!(m.wasted_work_s, 0.0, "every request served had a client waiting");
     // Latencies: successes 250, 400, 550, 500 and 550 ms; four waits of exactly 320 ms.
-    assert!((m.latency_mean_s - (250.0 + 400.0 + 550.0 + 500.0 + 550.0 + 4.0 * 320.0) * MS / 9.0).abs() < 1e-12);
+    assert!(
+        (m.latency_mean_s - (250.0 + 400.0 + 550.0 + 500.0 + 550.0 + 4.0 * 320.0) * MS / 9.0).abs() < 1e-12
+    );
     assert_eq!((m.latency_min_s, m.latency_max_s), (0.25, 0.55));
     assert_eq!(m.completion_time_s, 1.35, "8's answer, at 1.10 + 0.25");
 }

@@ -15,10 +15,12 @@
 //! | `controls.rs` | retries and their controls: independent failures, backoff laws, budgets, the breaker, layers, the storm |
 //! | [`aws`] (`aws.rs`) | the AWS 2015 study, against its simulator's numbers and its claims |
 //! | [`brooker`] (`brooker.rs`) | Brooker's retry_sim `run_sims`, against its outputs over independent seeds |
+//! | [`osdi`] (`osdi.rs`) | the OSDI '22 retry experiment's four outcomes, through the connection pool |
 
 pub mod aws;
 pub mod brooker;
 mod controls;
+pub mod osdi;
 mod parameters;
 mod queueing;
 
@@ -197,6 +199,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: brooker::METHOD,
         series: false,
         evaluate: brooker::evaluate,
+    },
+    CheckDef {
+        id: "osdi-retry",
+        title: "The OSDI '22 retry experiment (\"Metastable Failures in the Wild\"), in its shape",
+        method: osdi::METHOD,
+        series: false,
+        evaluate: osdi::evaluate,
     },
 ];
 
