@@ -108,7 +108,7 @@ fn strategy(strategies: &[Strategy], name: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("this check needs a strategy `{name}`"))
 }
 
-fn one_run<'a>(results: &'a Results, p: usize, s: usize) -> Result<&'a RunMetrics, String> {
+fn one_run(results: &Results, p: usize, s: usize) -> Result<&RunMetrics, String> {
     match results.cell(p, s) {
         [run] => Ok(&run.metrics),
         runs => Err(format!("this check needs runs = 1 (the runs are deterministic), not {}", runs.len())),
