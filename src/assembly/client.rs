@@ -10,6 +10,7 @@ use crate::policy::backoff::MAX_DELAY_NS;
 use crate::policy::breaker::RetryRatioParams;
 use crate::policy::budget::BrookerBucketParams;
 use crate::policy::gate::{BreakerKind, BudgetParams, GateParams, Scope, ThrottleParams};
+use crate::policy::pool::PoolParams;
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
 use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
 use crate::policy::{
@@ -42,10 +43,6 @@ pub fn retry_policy(s: &Strategy) -> RetryPolicy {
 
 /// The controls of a strategy as the policy's parameters.
 pub fn gate_params(s: &Strategy) -> GateParams {
-    let scope = |s: SpecScope| match s {
-        SpecScope::Client => Scope::Client,
-        SpecScope::Shared => Scope::Shared,
-    };
     let budget = s.policy.budget.as_ref().map(|b| match *b {
         BudgetSpec::TokenBucket {
             capacity,
@@ -106,6 +103,25 @@ pub fn gate_params(s: &Strategy) -> GateParams {
         ThrottleSpec::AwsAdaptive { scope: sc } => (ThrottleParams::AwsAdaptive, scope(sc)),
     });
     GateParams { budget, breaker, throttle }
+}
+
+/// A strategy's connection pool (`pool`, DESIGN §4.7).
+pub fn pool(s: &Strategy) -> Option<PoolParams> {
+    s.policy.pool.as_ref().map(|p| PoolParams {
+        size: p.size,
+        max_wait: p.max_wait.map(Duration::span),
+        close_on_timeout: p.close_on_timeout,
+        connect_time: p.connect_time.span(),
+        scope: scope(p.scope),
+    })
+}
+
+/// One control or pool per client process, or one for the fleet.
+fn scope(s: SpecScope) -> Scope {
+    match s {
+        SpecScope::Client => Scope::Client,
+        SpecScope::Shared => Scope::Shared,
+    }
 }
 
 /// The idempotency keys a strategy's attempts carry (`idempotency`, DESIGN §3.6).

@@ -33,6 +33,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         gate: client::gate_params(strategy),
         keys: client::idempotency_keys(strategy),
         layers: strategy.policy.layers.iter().map(gateways::layer_policy).collect(),
+        pool: client::pool(strategy),
         windows: spec
             .output
             .windows

@@ -331,6 +331,8 @@ pub struct PolicySpec {
     pub budget: Option<BudgetSpec>,
     pub breaker: Option<BreakerSpec>,
     pub throttle: Option<ThrottleSpec>,
+    /// The client's connection pool (DESIGN §4.7); absent = every attempt is sent at once.
+    pub pool: Option<PoolSpec>,
     pub layers: Vec<LayerSpec>,
 }
 
@@ -450,6 +452,18 @@ pub enum BreakerWindowSpec {
 pub enum ThrottleSpec {
     Sre { k: f64, window: Duration, scope: Scope },
     AwsAdaptive { scope: Scope },
+}
+
+/// `pool = { ... }` (DESIGN §4.7): the client's connection pool.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSpec {
+    pub size: u32,
+    /// Absent: only the attempt's timeout bounds the wait.
+    pub max_wait: Option<Duration>,
+    pub close_on_timeout: bool,
+    pub connect_time: Duration,
+    pub scope: Scope,
 }
 
 /// One gateway layer in front of the server, with its own retry policy.

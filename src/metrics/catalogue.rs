@@ -184,6 +184,14 @@ pub const METRICS: &[Metric] = &[
         meaning: "`server_calls / ops`: the load the server takes per operation, after every gateway layer's retries (`amplification` counts the clients' attempts only); 0 without operations",
     },
     Metric {
+        name: "pool_timeouts",
+        read: |m| Value::Count(m.pool_timeouts),
+        label: "attempts timed out waiting for a connection",
+        unit: "count",
+        better: Some(Better::Lower),
+        meaning: "attempts that failed while waiting for a connection of the client's pool (`pool`), at the attempt's timeout, its deadline or the pool's `max_wait`: calls that never reached the server; 0 without a pool",
+    },
+    Metric {
         name: "completion_time_s",
         read: |m| Value::Real(m.completion_time_s),
         label: "completion time",

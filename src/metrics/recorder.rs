@@ -18,6 +18,8 @@ pub struct RunMetrics {
     pub failed_by: [u64; 7],
     pub calls: u64,
     pub server_calls: u64,
+    /// Attempts that failed waiting for a client connection (never reached the server).
+    pub pool_timeouts: u64,
     pub completion_time_s: f64,
     pub latency_p50_s: f64,
     pub latency_p99_s: f64,
@@ -179,6 +181,7 @@ pub struct RunRecorder {
     failed_by: [u64; 7],
     calls: u64,
     server_calls: u64,
+    pool_timeouts: u64,
     last_end: Instant,
     latency_ns: Histogram<u64>,
     latency_max_ns: u64,
@@ -258,6 +261,7 @@ impl RunRecorder {
             failed_by: [0; 7],
             calls: 0,
             server_calls: 0,
+            pool_timeouts: 0,
             last_end: Instant::ZERO,
             latency_ns: latency.all,
             latency_max_ns: 0,
@@ -418,6 +422,12 @@ impl RunRecorder {
     #[inline]
     pub fn timed_out(&mut self, now: Instant) {
         self.series.count(Count::Timeouts, now);
+    }
+
+    /// The attempt that just timed out was still waiting for a connection of its pool.
+    #[inline]
+    pub fn pool_timeout(&mut self) {
+        self.pool_timeouts += 1;
     }
 
     /// From `now` on, the server serves `in_service` requests and `queued` wait.
@@ -590,6 +600,7 @@ impl RunRecorder {
             failed_by: self.failed_by,
             calls: self.calls,
             server_calls: self.server_calls,
+            pool_timeouts: self.pool_timeouts,
             completion_time_s: self.last_end.as_secs_f64(),
             latency_p50_s: p50,
             latency_p99_s: p99,

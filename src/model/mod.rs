@@ -4,6 +4,7 @@
 //! knows no file format.
 
 pub mod clients;
+pub mod connections;
 pub mod dist;
 pub mod gateway;
 pub mod network;
@@ -21,6 +22,7 @@ use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, Window};
 use crate::policy::RetryPolicy;
 use crate::policy::gate::{Gate, GateParams};
+use crate::policy::pool::PoolParams;
 use clients::Clients;
 use network::{Network, NetworkParams};
 use server::ServerParams;
@@ -95,6 +97,8 @@ pub struct RunParams {
     pub keys: KeyMode,
     /// The gateway layers between the clients and the server, client side first.
     pub layers: Vec<RetryPolicy>,
+    /// The clients' connection pool, if any.
+    pub pool: Option<PoolParams>,
     /// The windows measured on their own (`[output] windows`), in file order.
     pub windows: Vec<Window>,
 }
@@ -107,7 +111,8 @@ pub fn is_plain_run(params: RunParams) -> bool {
     let net = Network::new(&params.network, stream(0, Stream::Network));
     let server = server::Server::new(q, 0);
     let layers = !params.layers.is_empty();
-    queue_model::is_plain(&params.workload, &clients, &net, &server, layers, &params.windows)
+    let pool = params.pool.is_some();
+    queue_model::is_plain(&params.workload, &clients, &net, &server, layers, pool, &params.windows)
 }
 
 /// The clients of a run, with `ops` (a table to reuse, or a new one); the controls' draws come
@@ -132,7 +137,8 @@ fn clients(
 /// buffers the thread's previous run left ([`workspace`]).
 pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMetrics {
     let mut ws = Workspace::<C>::take();
-    let RunParams { workload, network, server, horizon, bucket, retry, gate, keys, layers, windows } = params;
+    let RunParams { workload, network, server, horizon, bucket, retry, gate, keys, layers, pool, windows } =
+        params;
     let net = Network::new(&network, stream(run_seed, Stream::Network));
     let clients = clients(&workload, retry, &gate, keys, run_seed, ws.ops());
     let horizon = crate::engine::Instant::ZERO + horizon;
@@ -147,6 +153,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
                 clients,
                 keys,
                 gateways,
+                connections: pool.map(|p| connections::Connections::new(p, workload.clients())),
                 run_seed,
                 horizon,
                 series,

@@ -6,6 +6,12 @@
 //! A hop of zero latency is delivered at once, without an event. A request parked on its
 //! idempotency key is answered when the request executing the key is `Done`.
 //!
+//! With a connection pool ([`super::connections`], DESIGN §4.7), the request hop waits for a
+//! connection: a `Send` asks the pool, and the request leaves when a connection is granted, at
+//! once, after a `Connected` event (a new connection opening), or when one comes free (an
+//! answer arrives, or a connection is closed and replaced); a `PoolWait` ends a wait longer
+//! than the pool's `max_wait`.
+//!
 //! With gateway `layers` ([`super::gateway`]), the request hop ends at the first layer
 //! instead: each layer sends the request down (`LayerSend`, racing its own `LayerTimeout`)
 //! until the last one calls the server, and answers flow back up the same way. A request to
@@ -17,7 +23,7 @@
 //! controls, no idempotency keys, no timeout or deadline and ignore Retry-After
 //! ([`Clients::is_plain`]); the network is instantaneous and lossless; the server has no
 //! faults, rate limit, dedup store or overload ([`Server::is_plain`]); there are no gateway
-//! layers, no measured windows (`[output] windows`) and the workload is not serial
+//! layers, no connection pool, no measured windows (`[output] windows`) and the workload is not serial
 //! ([`is_plain`]). The thundering herds are plain. [`run`] decides once, and runs the model
 //! compiled with `PLAIN = true`: the same code with every test of a feature that is off
 //! folded away (on the 10,000-client herd, a fifth of the instructions: benches/README.md).
@@ -25,6 +31,7 @@
 //! two give the same results for a plain run; `tests/it/queue_equivalence.rs` checks it.
 
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
+use super::connections::{self, Connections, Grant};
 use super::gateway::{self, Caller, Gateways, Step};
 use super::network::Network;
 use super::server::idempotency::{Completion, KeyMode, KeyTag};
@@ -68,6 +75,10 @@ pub enum Kind {
     LayerSend,
     /// A gateway layer stops waiting for attempt `b` of ticket `a`.
     LayerTimeout,
+    /// The connection opening for attempt `b` of operation `a` is ready.
+    Connected,
+    /// Attempt `b` of operation `a` has waited the pool's `max_wait` for a connection.
+    PoolWait,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -122,6 +133,14 @@ impl Ev {
         Ev::of(Kind::Timeout, op, attempt, 0)
     }
     #[inline(always)]
+    pub fn connected(op: u32, attempt: u32) -> Ev {
+        Ev::of(Kind::Connected, op, attempt, 0)
+    }
+    #[inline(always)]
+    pub fn pool_wait(op: u32, attempt: u32) -> Ev {
+        Ev::of(Kind::PoolWait, op, attempt, 0)
+    }
+    #[inline(always)]
     pub fn layer_send(ticket: u32) -> Ev {
         Ev::of(Kind::LayerSend, ticket, 0, 0)
     }
@@ -155,6 +174,8 @@ struct QueueModel<const PLAIN: bool> {
     serial: Option<SerialStarts>,
     /// The strategy's gateway layers, if it has any.
     gateways: Option<Gateways>,
+    /// The clients' connection pools, if the strategy has one.
+    connections: Option<Connections>,
 }
 
 /// What one run of the queue model is given besides the server's parameters. `queue` (empty) and
@@ -167,6 +188,7 @@ pub struct RunInputs<'a, Q> {
     /// The idempotency keys the clients' attempts carry.
     pub keys: KeyMode,
     pub gateways: Option<Gateways>,
+    pub connections: Option<Connections>,
     pub run_seed: u64,
     pub horizon: Instant,
     pub series: TimeSeries,
@@ -184,8 +206,9 @@ pub fn run<Q: EventQueue<Ev>>(
     inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
     let server = Server::new(server, inputs.run_seed);
-    let layers = inputs.gateways.is_some();
-    if plain_copy && is_plain(inputs.workload, &inputs.clients, &inputs.net, &server, layers, inputs.windows)
+    let (layers, pool) = (inputs.gateways.is_some(), inputs.connections.is_some());
+    if plain_copy
+        && is_plain(inputs.workload, &inputs.clients, &inputs.net, &server, layers, pool, inputs.windows)
     {
         run_as::<true, Q>(server, inputs)
     } else {
@@ -200,6 +223,7 @@ pub fn is_plain(
     net: &Network,
     server: &Server,
     layers: bool,
+    pool: bool,
     windows: &[Window],
 ) -> bool {
     !matches!(workload, Workload::Serial { .. })
@@ -208,6 +232,7 @@ pub fn is_plain(
         && net.is_perfect()
         && server.is_plain()
         && !layers
+        && !pool
 }
 
 /// [`run`] with the copy of the model it chose.
@@ -221,6 +246,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         clients,
         keys,
         gateways,
+        connections,
         run_seed,
         horizon,
         series,
@@ -246,6 +272,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         first_starts: StartTimes::new(0, Span::ZERO),
         serial: None,
         gateways,
+        connections,
     };
     match workload {
         Workload::Closed { clients, ramp, .. } => {
@@ -303,7 +330,9 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
     #[inline]
     fn prefetch(&self, next: &Ev) {
         match next.kind {
-            Kind::Send | Kind::Arrive | Kind::Answer | Kind::Timeout => self.clients.ops.prefetch(next.a),
+            Kind::Send | Kind::Arrive | Kind::Answer | Kind::Timeout | Kind::Connected | Kind::PoolWait => {
+                self.clients.ops.prefetch(next.a)
+            }
             Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
             _ => {}
         }
@@ -349,14 +378,27 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             Kind::Done => self.done(a, s),
             Kind::Answer => {
                 let op = a;
-                self.answer(op, b, Reply::from_bits(c), s);
+                self.answer_arrives(op, b, Reply::from_bits(c), s);
                 self.clients.ops.release(op);
             }
             Kind::Timeout => {
                 let (op, attempt) = (a, b);
                 if self.clients.is_waiting(op, attempt) {
-                    self.rec.timed_out(now);
-                    self.failed(op, Reply::of(Outcome::Timeout), s);
+                    let waited = self.has_pool() && self.pool_gave_up(op, attempt, s);
+                    self.timed_out(op, waited, s);
+                }
+                self.clients.ops.release(op);
+            }
+            Kind::Connected => {
+                self.connected(a, b, s);
+                self.clients.ops.release(a);
+            }
+            Kind::PoolWait => {
+                let (op, attempt) = (a, b);
+                if self.clients.is_waiting(op, attempt)
+                    && self.pool().wait_expired(connections::Attempt { op, number: attempt })
+                {
+                    self.timed_out(op, true, s);
                 }
                 self.clients.ops.release(op);
             }
@@ -402,7 +444,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     }
 
     /// The operation sends its next attempt now (if the gate lets it): timeout timer, then
-    /// the request hop.
+    /// (once the pool, if any, grants it a connection) the request hop.
     fn send<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
         let attempt = match self.clients.send::<PLAIN>(op, s.now(), &mut self.rec) {
             Sent::Attempt(a) => a,
@@ -413,14 +455,132 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             self.clients.ops.get(op).refs += 1;
             s.schedule_at(attempt.gives_up_at, Ev::timeout(op, attempt.number));
         }
+        if self.has_pool() {
+            return self.check_out(op, attempt.number, attempt.gives_up_at, s);
+        }
+        self.dispatch(op, attempt.number, attempt.gives_up_at, s)
+    }
+
+    /// The request of attempt `attempt` of `op` leaves the client: the request hop.
+    #[inline(always)]
+    fn dispatch<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        attempt: u32,
+        gives_up_at: Instant,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
         let Some(delay) = self.request_hop() else { return };
         // The request holds a reference on its operation until its answer is handled.
         self.clients.ops.get(op).refs += 1;
         if self.instant_net() {
-            self.deliver(op, attempt.number, attempt.gives_up_at, s);
+            self.deliver(op, attempt, gives_up_at, s);
         } else {
-            s.schedule_in(delay, Ev::arrive(op, attempt.number, attempt.gives_up_at));
+            s.schedule_in(delay, Ev::arrive(op, attempt, gives_up_at));
         }
+    }
+
+    /// Whether the strategy has a connection pool (never, compiled for a plain run).
+    #[inline(always)]
+    fn has_pool(&self) -> bool {
+        !PLAIN && self.connections.is_some()
+    }
+
+    #[inline]
+    fn pool(&mut self) -> &mut Connections {
+        self.connections.as_mut().expect("only called with a connection pool")
+    }
+
+    /// Attempt `attempt` of `op` asks its pool for a connection; a wait is cut at the pool's
+    /// `max_wait` when that comes before the client gives up.
+    #[inline(never)]
+    fn check_out<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        attempt: u32,
+        gives_up_at: Instant,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
+        let c = self.connections.as_mut().expect("only called with a connection pool");
+        let grant =
+            c.check_out(connections::Attempt { op, number: attempt }, gives_up_at, &mut self.clients.ops);
+        if !matches!(grant, Grant::Send { .. })
+            && let Some(wait) = c.max_wait()
+            && s.now() + wait < gives_up_at
+        {
+            self.clients.ops.get(op).refs += 1;
+            s.schedule_in(wait, Ev::pool_wait(op, attempt));
+        }
+        self.grant(Some(grant), s);
+    }
+
+    /// Carries out what the pool decided for an attempt: send it, open its connection, or
+    /// nothing (it waits in the queue).
+    fn grant<Q: EventQueue<Ev>>(&mut self, grant: Option<Grant>, s: &mut Scheduler<Ev, Q>) {
+        match grant {
+            Some(Grant::Send { attempt, gives_up_at }) => {
+                self.dispatch(attempt.op, attempt.number, gives_up_at, s)
+            }
+            Some(Grant::Open { attempt, after }) => {
+                // The event holds a reference on the operation.
+                self.clients.ops.get(attempt.op).refs += 1;
+                s.schedule_in(after, Ev::connected(attempt.op, attempt.number));
+            }
+            Some(Grant::Queued) | None => {}
+        }
+    }
+
+    /// The connection opening for attempt `attempt` of `op` is ready.
+    #[inline(never)]
+    fn connected<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, s: &mut Scheduler<Ev, Q>) {
+        let c = self.connections.as_mut().expect("only a pool opens connections");
+        let grant = c.connected(connections::Attempt { op, number: attempt }, &mut self.clients.ops);
+        self.grant(grant, s);
+    }
+
+    /// The client gives up on attempt `attempt` of `op`: its pool learns it (a connection may
+    /// be closed, and another granted). Returns whether the attempt was still waiting for a
+    /// connection.
+    #[inline(never)]
+    fn pool_gave_up<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, s: &mut Scheduler<Ev, Q>) -> bool {
+        let c = self.connections.as_mut().expect("only called with a connection pool");
+        let (waited, grant) = c.gave_up(connections::Attempt { op, number: attempt }, &mut self.clients.ops);
+        self.grant(grant, s);
+        waited
+    }
+
+    /// The client stopped waiting for `op`'s attempt (its timeout, its deadline, or the pool's
+    /// `max_wait` when `waited_for_connection`): the attempt failed.
+    fn timed_out<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        waited_for_connection: bool,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
+        let now = s.now();
+        self.rec.timed_out(now);
+        if waited_for_connection {
+            self.rec.pool_timeout();
+        }
+        self.failed(op, Reply::of(Outcome::Timeout), s);
+    }
+
+    /// An answer reaches the client: its connection goes back to the pool first (the Go
+    /// driver checks it in before the operation returns), then the client reads it.
+    #[inline(always)]
+    fn answer_arrives<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        attempt: u32,
+        reply: Reply,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
+        if self.has_pool() {
+            let c = self.connections.as_mut().expect("checked");
+            let grant = c.answered(connections::Attempt { op, number: attempt }, &mut self.clients.ops);
+            self.grant(grant, s);
+        }
+        self.answer(op, attempt, reply, s)
     }
 
     /// Attempt `attempt` of `op` (or of a gateway's ticket: see the module docs) reaches the
@@ -448,7 +608,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             }
             Arrival::Silenced => {
                 self.rec.rejected(now);
-                self.unanswered(req)
+                self.unanswered(req, s)
             }
             Arrival::Started { worker, service } => {
                 self.accepted(now, false);
@@ -529,7 +689,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                     self.rec.service_started(waited);
                     s.schedule_in(service, Ev::done(worker))
                 }
-                Next::Dropped(req) => self.unanswered(req),
+                Next::Dropped(req) => self.unanswered(req, s),
             }
         }
         let (busy, queued) = self.server.levels();
@@ -547,9 +707,15 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
 
     /// The server will never answer `req` (dropped or silenced): what held on to it lets go.
     #[inline]
-    fn unanswered(&mut self, req: Request) {
+    fn unanswered<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
         if self.has_gateways() {
             return self.layer_release(gateway::unpack(req.attempt).0);
+        }
+        if self.has_pool() {
+            let c = self.connections.as_mut().expect("checked");
+            let grant =
+                c.unanswered(connections::Attempt { op: req.op, number: req.attempt }, &mut self.clients.ops);
+            self.grant(grant, s);
         }
         self.clients.ops.release(req.op)
     }
@@ -563,7 +729,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             return self.clients.ops.release(req.op);
         };
         if self.instant_net() {
-            self.answer(req.op, req.attempt, reply, s);
+            self.answer_arrives(req.op, req.attempt, reply, s);
             self.clients.ops.release(req.op);
         } else {
             s.schedule_in(delay, Ev::answer(req.op, req.attempt, reply));

@@ -7,6 +7,7 @@ pub mod breaker;
 pub mod budget;
 pub mod decision;
 pub mod gate;
+pub mod pool;
 pub mod retry_after;
 pub mod retry_on;
 #[cfg(test)]

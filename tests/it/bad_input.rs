@@ -282,6 +282,49 @@ fn cases() -> Vec<Case> {
             stderr: &["strategies.fj.breaker.failure_rate"],
         },
         Case {
+            what: "a connection pool of size 0",
+            text: valid(),
+            args: &["--set", "strategies.fj.pool.size=0"],
+            stderr: &["strategies.fj.pool.size", "size >= 1"],
+        },
+        Case {
+            what: "a negative max_wait",
+            text: replaced("max_attempts = 3", "max_attempts = 3\npool = { max_wait = \"-5ms\" }"),
+            args: &[],
+            stderr: &["`client.pool.max_wait`", "negative"],
+        },
+        Case {
+            what: "a negative connect_time",
+            text: valid(),
+            args: &["--set", "strategies.fj.pool={ connect_time = \"-1ms\" }"],
+            stderr: &["strategies.fj.pool.connect_time", "negative"],
+        },
+        Case {
+            what: "an unknown key in a pool",
+            text: replaced("max_attempts = 3", "max_attempts = 3\npool = { sise = 10 }"),
+            args: &[],
+            stderr: &["`client.pool.sise`", "did you mean `client.pool.size`?"],
+        },
+        Case {
+            what: "a connection pool on the OCC server",
+            text: replaced("concurrency = 4\n", "kind = \"occ\"\n")
+                .replace("service_time = { dist = \"exponential\", mean = \"10ms\" }\nqueue = 0\n", ""),
+            args: &["--set", "strategies.fj.pool.size=10"],
+            stderr: &["`strategies.fj.pool`", "not supported for server.kind = \"occ\""],
+        },
+        Case {
+            what: "a connection pool with gateway layers",
+            text: valid(),
+            args: &["--set", "strategies.fj.pool.size=10", "--set", "strategies.fj.layers=[{ name = \"edge\" }]"],
+            stderr: &["`strategies.fj.pool`", "layers"],
+        },
+        Case {
+            what: "a connection pool with network loss",
+            text: format!("{VALID}[network]\nresponse_loss = 0.1\n"),
+            args: &["--set", "client.pool.size=10", "--set", "client.timeout=1s"],
+            stderr: &["`strategies.fj.pool`", "response_loss"],
+        },
+        Case {
             what: "a run that cannot fit in memory",
             text: valid(),
             args: &["--set", "workload.clients=100000000", "--threads", "64"],

@@ -437,6 +437,45 @@ struct StrategyCase {
     /// `idempotency`: "none", "per-op" or "per-attempt".
     keys: &'static str,
     honor_dont_retry: bool,
+    /// A connection pool (queue server without network loss only, validated).
+    pool: Option<Pool>,
+}
+
+#[derive(Clone, Debug)]
+struct Pool {
+    size: u32,
+    max_wait_ms: Option<u32>,
+    close_on_timeout: bool,
+    connect_us: u32,
+    shared: bool,
+}
+
+impl Pool {
+    fn toml(&self) -> String {
+        let max_wait = self.max_wait_ms.map_or(String::new(), |w| format!(", max_wait = \"{w}ms\""));
+        let scope = if self.shared { "shared" } else { "client" };
+        format!(
+            "{{ size = {}, close_on_timeout = {}, connect_time = \"{}us\", scope = \"{scope}\"{max_wait} }}",
+            self.size, self.close_on_timeout, self.connect_us
+        )
+    }
+}
+
+fn pool() -> impl Strategy<Value = Pool> {
+    (
+        1..=6u32,
+        proptest::option::of(1..=300u32),
+        any::<bool>(),
+        prop_oneof![Just(0u32), 1..=20_000u32],
+        any::<bool>(),
+    )
+        .prop_map(|(size, max_wait_ms, close_on_timeout, connect_us, shared)| Pool {
+            size,
+            max_wait_ms,
+            close_on_timeout,
+            connect_us,
+            shared,
+        })
 }
 
 #[derive(Clone, Debug)]
@@ -596,6 +635,7 @@ impl Case {
             lines.extend(s.max_attempts.map(|m| format!("max_attempts = {m}")));
             lines.push(format!("idempotency = \"{}\"", s.keys));
             lines.push(format!("honor_dont_retry = {}", s.honor_dont_retry));
+            lines.extend(s.pool.as_ref().map(|p| format!("pool = {}", p.toml())));
         }
         lines.join("\n") + "\n"
     }
@@ -632,6 +672,7 @@ fn case() -> impl Strategy<Value = Case> {
                 proptest::option::of(1..=6u32),
                 prop_oneof![Just("none"), Just("per-op"), Just("per-attempt")],
                 any::<bool>(),
+                prop_oneof![2 => Just(None), 1 => pool().prop_map(Some)],
             ),
             1..=3,
         ),
@@ -640,6 +681,7 @@ fn case() -> impl Strategy<Value = Case> {
             |(seed, horizon_ms, server_side, timeout_ms, deadline_ms, max_attempts, retry_on, strategies)| {
                 let (workload, latency, request_loss, response_loss, server) = server_side;
                 let occ = server.is_none();
+                let lossy = request_loss > 0.0 || response_loss > 0.0;
                 Case {
                     seed,
                     horizon_ms,
@@ -655,11 +697,13 @@ fn case() -> impl Strategy<Value = Case> {
                     retry_on,
                     strategies: strategies
                         .into_iter()
-                        .map(|(backoff, max_attempts, keys, honor_dont_retry)| StrategyCase {
+                        .map(|(backoff, max_attempts, keys, honor_dont_retry, pool)| StrategyCase {
                             backoff,
                             max_attempts,
                             keys,
                             honor_dont_retry,
+                            // A pool needs the queue server and a lossless network (validated).
+                            pool: pool.filter(|_| !occ && !lossy),
                         })
                         .collect(),
                 }
@@ -710,9 +754,29 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
         0
     );
 
-    // Instant network without request loss: every attempt reaches the server at once.
+    // Instant network without request loss: every attempt reaches the server at once, or,
+    // with a pool, once it has a connection: those still waiting (or opening one) at the
+    // horizon are the current attempts of unfinished operations.
     if !occ && c.latency.always_zero() && c.request_loss == 0.0 {
-        prop_assert_eq!(m.server_calls, m.calls, "instant, lossless requests all reach the server");
+        if s.pool.is_none() {
+            prop_assert_eq!(m.server_calls, m.calls, "instant, lossless requests all reach the server");
+        } else {
+            let out = m.calls - m.server_calls - m.pool_timeouts;
+            prop_assert!(
+                out <= failed_by(FailReason::Unfinished),
+                "{out} calls neither arrived nor timed out"
+            );
+        }
+    }
+    // A pool timeout is a call that never reached the server; without a pool there are none,
+    // and without anything that gives up (timeout, deadline, max_wait) no wait ends.
+    prop_assert!(m.server_calls + m.pool_timeouts <= m.calls);
+    match &s.pool {
+        None => prop_assert_eq!(m.pool_timeouts, 0),
+        Some(p) if p.max_wait_ms.is_none() && c.timeout_ms.is_none() && c.deadline_ms.is_none() => {
+            prop_assert_eq!(m.pool_timeouts, 0)
+        }
+        Some(_) => {}
     }
 
     // Ambiguous outcomes: every operation whose effect happened succeeded (a success comes
@@ -843,7 +907,8 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     let healthy = c.server.as_ref().is_some_and(|q| {
         q.faults.is_empty() && q.errors.is_empty() && q.queue.is_none() && q.stages.rate_limit.is_none()
     });
-    if healthy && waits_forever && c.request_loss == 0.0 && c.response_loss == 0.0 {
+    let pool_gives_up = s.pool.as_ref().is_some_and(|p| p.max_wait_ms.is_some());
+    if healthy && waits_forever && !pool_gives_up && c.request_loss == 0.0 && c.response_loss == 0.0 {
         prop_assert_eq!(m.failed, failed_by(FailReason::Unfinished), "a healthy server fails nothing");
         prop_assert_eq!(m.calls, m.ops, "a healthy server needs no retries");
         prop_assert_eq!(m.duplicates, 0);

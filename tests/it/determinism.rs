@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 37] = [
+const METRICS: [&str; 38] = [
     "ops",
     "succeeded",
     "failed",
@@ -24,6 +24,7 @@ const METRICS: [&str; 37] = [
     "amplification",
     "server_calls",
     "server_amplification",
+    "pool_timeouts",
     "completion_time_s",
     "latency_p50_s",
     "latency_p99_s",

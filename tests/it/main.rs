@@ -19,6 +19,7 @@ mod docs;
 mod layers;
 mod memory;
 mod no_alloc;
+mod pool;
 mod queue_equivalence;
 mod queueing_theory;
 mod readme;

@@ -183,3 +183,39 @@ fn the_collapse_check_fails_when_the_model_is_not_upstreams() {
         "only the backoff's rows: {failed:?}"
     );
 }
+
+/// The OSDI check can fail, on both sides of the band of the primary's throughput in which
+/// the four outcomes hold (90 to 93 us per insert, as the check's file states): at 89 us the
+/// 0.40-core, 10 s trigger recovers, at 94 us the 0.45-core one stays down.
+#[test]
+fn the_osdi_check_fails_outside_its_band() {
+    let file = std::fs::read_to_string(suite().join("osdi-retry.toml")).unwrap();
+    let service = "service_time = { dist = \"constant\", value = \"91us\" }";
+    assert!(file.contains(service));
+    for (us, failing) in [
+        (89, "0.40 cores for 10 s, one insert every 75000 ns"),
+        (94, "0.45 cores for 10 s, one insert every 75000 ns"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let bad_suite = tmp.path().join("suite");
+        std::fs::create_dir(&bad_suite).unwrap();
+        std::fs::write(
+            bad_suite.join("osdi-retry.toml"),
+            file.replace(service, &service.replace("91us", &format!("{us}us"))),
+        )
+        .unwrap();
+        let out = tmp.path().join("out");
+        retrysim()
+            .current_dir(root())
+            .args(["validate", "--check", "osdi-retry", "--quiet", "--out"])
+            .arg(&out)
+            .arg("--suite")
+            .arg(&bad_suite)
+            .assert()
+            .code(1);
+        let md = std::fs::read_to_string(out.join("VALIDATION.md")).unwrap();
+        let failed: Vec<&str> = md.lines().filter(|l| l.ends_with("| **FAIL** |")).collect();
+        assert_eq!(failed.len(), 1, "{us} us: {failed:?}");
+        assert!(failed[0].contains(failing) && failed[0].contains("go-driver"), "{us} us: {failed:?}");
+    }
+}

@@ -20,6 +20,7 @@ use crate::policy::breaker::RetryRatioParams;
 use crate::policy::budget::{
     BrookerBucketParams, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
 };
+use crate::policy::pool::PoolParams;
 use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
 use std::borrow::Cow;
 
@@ -753,6 +754,8 @@ macro_rules! policy_fields {
             f("budget", Ty::Tagged(&BUDGET), Absent("no budget"), "a retry budget: a retry it refuses ends the operation as failed_budget"),
             f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "a circuit breaker: an open resilience4j one fails every attempt locally, a retry-ratio one refuses retries (failed_breaker)"),
             f("throttle", Ty::Tagged(&THROTTLE), Absent("no throttling"), "client-side adaptive throttling (failed_throttled)"),
+            f("pool", Ty::Table(&POOL), Absent("no pool: every attempt is sent at once"), "a connection pool: attempts wait in the client for one of `size` connections (the Go MongoDB driver)")
+                .rules("queue server only; not with layers or network loss"),
             f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
         ]
     };
@@ -1005,6 +1008,41 @@ pub static THROTTLE: Tagged = Tagged {
             doc: "AWS SDK adaptive mode: a CUBIC send-rate limiter that delays attempts after throttling",
             fields: &[scope()],
         },
+    ],
+};
+
+pub static POOL: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "size",
+            U32,
+            Int(PoolParams::GO_DRIVER_SIZE as u64),
+            "connections per pool; a request that finds all of them in use waits (the Go MongoDB driver's maxPoolSize)",
+        )
+        .range(Range::AtLeast(1.0))
+        .message("a pool of {v} connections could never send anything: set size >= 1 (the Go MongoDB driver's default is 100)"),
+        f(
+            "max_wait",
+            Ty::Duration,
+            Absent("no limit of its own: the attempt's timeout bounds the wait (the Go driver)"),
+            "a wait for a connection longer than this fails the attempt without reaching the server (CMAP's waitQueueTimeoutMS)",
+        )
+        .range(POSITIVE)
+        .message("must be > 0; leave it out to let the attempt's timeout bound the wait"),
+        f(
+            "close_on_timeout",
+            Ty::Bool,
+            Value("true"),
+            "a request the client gave up on closes its connection (the Go driver); false: the connection stays busy until the answer arrives",
+        ),
+        f(
+            "connect_time",
+            Ty::Duration,
+            Value("\"0s\""),
+            "opening a connection (connections open on demand, and again after a close) before the request is sent on it",
+        ),
+        scope(),
     ],
 };
 

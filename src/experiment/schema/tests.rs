@@ -254,9 +254,12 @@ backoff = { kind = "constant", base = "1ms" }
     load_str(closed, "closed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
                    idempotency = { lock_ttl = \"30s\", release = \"delete\", fencing = true }\n";
+    // A connection pool needs the queue server and a lossless network.
+    let pool = "name = \"c\"\npool = { size = 10, max_wait = \"50ms\", close_on_timeout = false, connect_time = \"1ms\", scope = \"shared\" }\n";
     let constant = closed
         .replace("[server]\nkind = \"occ\"\n", service)
-        .replace("dist = \"normal\", mean = \"1ms\", sd = \"0\"", "dist = \"exponential\", mean = \"1ms\"");
+        .replace("dist = \"normal\", mean = \"1ms\", sd = \"0\"", "dist = \"exponential\", mean = \"1ms\"")
+        .replace("name = \"c\"\n", pool);
     load_str(&constant, "constant.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let serial = constant
         .replace("kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n", "kind = \"serial\"\nclients = 3\ngap = { dist = \"exponential\", mean = \"100ms\" }\nduration = \"1s\"\n");

@@ -230,6 +230,7 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("breaker", p.breaker.is_some(), "a circuit breaker"),
             ("throttle", p.throttle.is_some(), "client-side throttling"),
             ("layers", !p.layers.is_empty(), "a gateway layer"),
+            ("pool", p.pool.is_some(), "a connection pool"),
         ];
         for (k, present, what) in unsupported {
             if present {
@@ -250,6 +251,7 @@ fn strategies(spec: &ExperimentSpec) -> Check {
         policy(&key, &s.policy)?;
         zeno(spec, s, &key)?;
         waits_forever(spec, s, &key)?;
+        pool(spec, s, &key)?;
     }
     Ok(())
 }
@@ -396,6 +398,30 @@ fn waits_forever(spec: &ExperimentSpec, s: &Strategy, key: &str) -> Check {
                 "with {cause} some requests are never answered, and without a timeout or deadline the \
                  client would wait for them forever; set timeout (here or in [client])"
             ),
+        )?;
+    }
+    Ok(())
+}
+
+/// A connection pool holds a connection from the request until its answer (DESIGN §4.7): an
+/// answer that takes another path (a gateway layer's) or a message lost on the way would leave
+/// the connection without an owner, which the model does not have.
+fn pool(spec: &ExperimentSpec, s: &Strategy, key: &str) -> Check {
+    if s.policy.pool.is_none() {
+        return Ok(());
+    }
+    if !s.policy.layers.is_empty() {
+        fail(
+            format!("{key}.pool"),
+            "with gateway layers is not modelled (a layer's answers do not come back on the client's \
+             connection); remove pool or layers",
+        )?;
+    }
+    if spec.network.request_loss > 0.0 || spec.network.response_loss > 0.0 {
+        fail(
+            format!("{key}.pool"),
+            "with network.request_loss or network.response_loss is not modelled (a connection \
+             delivers what it carries); set both losses to 0 or remove pool",
         )?;
     }
     Ok(())

@@ -16,11 +16,13 @@
 //! | [`aws`] (`aws.rs`) | the AWS 2015 study, against its simulator's numbers and its claims |
 //! | [`brooker`] (`brooker.rs`) | Brooker's retry_sim `run_sims`, against its outputs over independent seeds |
 //! | [`brooker_collapse`] (`brooker_collapse.rs`) | Brooker's simple_collapse_sim ramp scenarios, window by window, against its outputs over independent seeds |
+//! | [`osdi`] (`osdi.rs`) | the OSDI '22 retry experiment's four outcomes, through the connection pool |
 
 pub mod aws;
 pub mod brooker;
 pub mod brooker_collapse;
 mod controls;
+pub mod osdi;
 mod parameters;
 mod queueing;
 
@@ -206,6 +208,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: brooker_collapse::METHOD,
         series: true,
         evaluate: brooker_collapse::evaluate,
+    },
+    CheckDef {
+        id: "osdi-retry",
+        title: "The OSDI '22 retry experiment (\"Metastable Failures in the Wild\"), in its shape",
+        method: osdi::METHOD,
+        series: false,
+        evaluate: osdi::evaluate,
     },
 ];
 
