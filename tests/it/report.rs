@@ -520,7 +520,10 @@ fn the_reference_point_is_chosen_by_key_and_value() {
     assert_eq!(verdict(&set, &same).unwrap().strategies, verdict(&set, &opts).unwrap().strategies);
     for (bad, why) in [
         ("server.fault.duration=4s", "did you mean `server.faults[0].duration`?"),
-        ("server.faults[0].duration=5s", "no sweep point has these values"),
+        (
+            "server.faults[0].duration=5s",
+            "5s is not one of the swept values of `server.faults[0].duration`: 2s, 4s, 10s",
+        ),
     ] {
         let opts = VerdictOptions { reference: vec![parse_reference(bad).unwrap()], ..Default::default() };
         let e = verdict(&set, &opts).unwrap_err().to_string();
