@@ -146,6 +146,31 @@ pub fn never_recovered(set: &ResultSet, point: usize, strategy: usize) -> Option
     set.never_recovered(point, strategy).filter(|&(never, _)| never > 0)
 }
 
+/// Strategies (`0..n`) grouped by what a chart would draw for them: those whose `drawn` is
+/// `Some` and equal form one group, drawn once and named together ([`named_together`]);
+/// those with nothing drawn (`None`) stay alone. Groups in order of their first member,
+/// members in strategy order.
+pub fn identical_strategies<T: PartialEq>(n: usize, drawn: impl Fn(usize) -> Option<T>) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Option<T>, Vec<usize>)> = Vec::new();
+    for s in 0..n {
+        let d = drawn(s);
+        match groups.iter_mut().find(|(g, _)| g.is_some() && *g == d) {
+            Some((_, members)) => members.push(s),
+            None => groups.push((d, vec![s])),
+        }
+    }
+    groups.into_iter().map(|(_, m)| m).collect()
+}
+
+/// The name of a group of identical strategies: `a = b = c`.
+pub fn named_together(names: &[String], members: &[usize]) -> String {
+    members.iter().map(|&s| names[s].as_str()).collect::<Vec<_>>().join(" = ")
+}
+
+/// The caption's sentence when a chart draws identical strategies once.
+pub const MERGED_NOTE: &str =
+    " Strategies with equal values everywhere are drawn once, named together (a = b).";
+
 /// DejaVu Sans 2.37 (Bitstream Vera license, `assets/fonts/DejaVuSans-LICENSE.txt`).
 pub(crate) const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 /// The family name the embedded font is registered under.
