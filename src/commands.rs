@@ -707,9 +707,8 @@ fn load(file: &Path, o: &OverrideArgs) -> Result<(Experiment, Option<TuneSpec>),
     Ok((exp, tune))
 }
 
-/// The weight of one run of each of `cells`: its point's expected events per run (see
-/// [`crate::experiment::cost::run_events`]).
+/// The weight of one run of each of `cells`: its expected events per run (see
+/// [`crate::experiment::cost::cell_events`]).
 fn run_weights(exp: &crate::experiment::Experiment, cells: &[crate::sweep::Cell]) -> Vec<f64> {
-    let per_point: Vec<f64> = exp.points.iter().map(crate::experiment::cost::run_events).collect();
-    cells.iter().map(|c| per_point[c.point]).collect()
+    cells.iter().map(|c| crate::experiment::cost::cell_events(&exp.points[c.point], c.strategy)).collect()
 }

@@ -16,6 +16,7 @@ mod conservation;
 mod controls;
 mod determinism;
 mod docs;
+mod eta;
 mod layers;
 mod memory;
 mod no_alloc;
