@@ -444,8 +444,24 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
             if !swept {
                 if !best.is_empty() {
                     let with = if tied(0) { " (tied)" } else { "" };
+                    // Others whose mean lies inside this one's 95 % interval are not told apart
+                    // from it by these runs: said, so that "best" is not read as "better".
+                    let m = primary.expect("checked above");
+                    let close: Vec<&str> = match set.estimate(0, s, m) {
+                        Some(e) => (0..set.strategies.len())
+                            .filter(|&o| o != s && !best_at[0].contains(&o))
+                            .filter(|&o| value(0, o).is_some_and(|v| e.low() <= v && v <= e.high()))
+                            .map(|o| set.strategies[o].as_str())
+                            .collect(),
+                        None => Vec::new(),
+                    };
+                    let within = if close.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({} within its 95 % interval)", close.join(", "))
+                    };
                     sentences.push(format!(
-                        "the best {primary_label} of the {} strategies{with}",
+                        "the best {primary_label} of the {} strategies{with}{within}",
                         set.strategies.len()
                     ));
                 }
