@@ -235,8 +235,8 @@ fn check_reference(exp: &Experiment, flags: &[(String, String)]) -> Result<(), E
         return Ok(());
     }
     let values: Vec<&[String]> = exp.points.iter().map(|p| p.values.as_slice()).collect();
-    experiment::resolve_reference(&exp.sweep_keys, &values, flags).map(|_| ()).map_err(|(key, reason)| {
-        Error::Flag {
+    experiment::resolve_reference(&exp.sweep_keys, &values, flags).map(|_| ()).map_err(
+        |experiment::BadReference { key, reason }| Error::Flag {
             flag: match key.and_then(|k| flags.iter().find(|(f, _)| *f == k)) {
                 Some((k, v)) => format!("--reference {k}={v}"),
                 None => {
@@ -244,8 +244,8 @@ fn check_reference(exp: &Experiment, flags: &[(String, String)]) -> Result<(), E
                 }
             },
             reason,
-        }
-    })
+        },
+    )
 }
 
 /// `retrysim plot DIR`: redraw the report from the files, and print the comparison.

@@ -342,7 +342,7 @@ pub fn mb(bytes: f64) -> String {
 
 /// Events one run of strategy `strategy` at point `p` is expected to process: what the
 /// progress bar weighs each run's share of the work by (only ratios matter; replayed on the
-/// shipped sweeps by `tests/it/eta.rs`). Its operations times [`EVENTS_PER_ATTEMPT`] times
+/// shipped sweeps by `tests/it/eta.rs`). Its operations times 4 events per attempt times
 /// the attempts an operation typically makes: the geometric mean of 1 and the strategy's
 /// `max_attempts` (10 without one), at most `max_attempts`. An OCC store written by a closed
 /// fleet at once is the exception: every client contends for the one row until it wins, so

@@ -23,8 +23,8 @@ mod warnings;
 pub use duration::Duration;
 pub use error::ConfigError;
 pub use load::{
-    Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg, resolve_reference,
-    same_value, select_strategies, spec_with, strategy_key, value_number, value_text,
+    BadReference, Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg,
+    resolve_reference, same_value, select_strategies, spec_with, strategy_key, value_number, value_text,
 };
 pub use spec::*;
 pub use warnings::{Warning, warnings};

@@ -69,7 +69,7 @@ pub fn reference_point(set: &ResultSet, reference: &[(String, String)]) -> Resul
     let values: Vec<&[String]> = set.points.iter().map(|p| p.values.as_slice()).collect();
     let text = || reference.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
     let pairs = crate::experiment::resolve_reference(&set.sweep_keys, &values, reference).map_err(
-        |(key, reason)| ReportError::BadReference {
+        |crate::experiment::BadReference { key, reason }| ReportError::BadReference {
             text: key
                 .and_then(|k| reference.iter().find(|(r, _)| *r == k))
                 .map_or_else(text, |(k, v)| format!("{k}={v}")),
@@ -438,7 +438,9 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
         }
 
         // Where it is the best strategy.
-        if set.strategies.len() > 1 && primary.is_some() {
+        if set.strategies.len() > 1
+            && let Some(m) = primary
+        {
             let best: Vec<usize> = points.iter().copied().filter(|&p| best_at[p].contains(&s)).collect();
             let tied = |p: usize| best_at[p].len() > 1;
             if !swept {
@@ -446,7 +448,6 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
                     let with = if tied(0) { " (tied)" } else { "" };
                     // Others whose mean lies inside this one's 95 % interval are not told apart
                     // from it by these runs: said, so that "best" is not read as "better".
-                    let m = primary.expect("checked above");
                     let close: Vec<&str> = match set.estimate(0, s, m) {
                         Some(e) => (0..set.strategies.len())
                             .filter(|&o| o != s && !best_at[0].contains(&o))

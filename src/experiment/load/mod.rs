@@ -493,22 +493,29 @@ fn reference_point(
         pairs.push((key.clone(), value_text(value)));
     }
     let values: Vec<&[String]> = points.iter().map(|p| p.values.as_slice()).collect();
-    resolve_reference(sweep_keys, &values, &pairs).map_err(|(key, reason)| {
+    resolve_reference(sweep_keys, &values, &pairs).map_err(|BadReference { key, reason }| {
         let at = key.map_or("output.reference".to_owned(), |k| format!("output.reference.\"{k}\""));
         invalid(origin, &at, reason)
     })
 }
 
+/// Why [`resolve_reference`] refused a reference point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadReference {
+    /// The key at fault; `None` when every value exists but no point has them all.
+    pub key: Option<String>,
+    pub reason: String,
+}
+
 /// A reference point (the verdict's: `[output] reference` or `--reference`) checked against
 /// the sweep's keys and its points' values (as in the CSV columns): each key swept, each value one of its values (as written, or the same number or
 /// duration), and some point with all of them. Returns the (key, value as in the CSV column)
-/// pairs in the sweep's key order; `Err` names the key at fault (`None`: the combination) and
-/// why.
+/// pairs in the sweep's key order.
 pub fn resolve_reference(
     sweep_keys: &[String],
     points: &[&[String]],
     pairs: &[(String, String)],
-) -> Result<Vec<(String, String)>, (Option<String>, String)> {
+) -> Result<Vec<(String, String)>, BadReference> {
     let mut found = Vec::with_capacity(pairs.len());
     for (key, text) in pairs {
         let Some(k) = sweep_keys.iter().position(|s| s == key) else {
@@ -521,7 +528,7 @@ pub fn resolve_reference(
                     .unwrap_or_default();
                 format!("`{key}` is not a swept key{hint}; the swept keys are: {}", sweep_keys.join(", "))
             };
-            return Err((Some(key.clone()), reason));
+            return Err(BadReference { key: Some(key.clone()), reason });
         };
         let mut values: Vec<&str> = Vec::new();
         for p in points {
@@ -531,16 +538,14 @@ pub fn resolve_reference(
         }
         let Some(value) = values.iter().find(|v| same_value(v, text)) else {
             let reason = format!("{text} is not one of the swept values of `{key}`: {}", values.join(", "));
-            return Err((Some(key.clone()), reason));
+            return Err(BadReference { key: Some(key.clone()), reason });
         };
         found.push((k, key.clone(), value.to_string()));
     }
     found.sort_by_key(|f| f.0);
     if !points.iter().any(|p| found.iter().all(|(k, _, v)| p[*k] == *v)) {
-        return Err((
-            None,
-            "no sweep point has all these values ([sweep] skip_invalid left it out)".to_owned(),
-        ));
+        let reason = "no sweep point has all these values ([sweep] skip_invalid left it out)".to_owned();
+        return Err(BadReference { key: None, reason });
     }
     Ok(found.into_iter().map(|(_, k, v)| (k, v)).collect())
 }

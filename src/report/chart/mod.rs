@@ -303,7 +303,7 @@ pub enum LegendEntry {
     Swatch(RGBAColor, String),
     /// A line of a colour.
     Line(RGBColor, String),
-    /// The rest of the previous entry's text, on the next row (see [`fitted`]).
+    /// The rest of the previous entry's text, on the next row (a long name broken to fit).
     Continued(String),
 }
 
