@@ -155,6 +155,10 @@ fn two_key_sweep_draws_heatmaps() {
     );
     // No timeseries.csv: no time series chart; 9 points: latency drawn for at most 6.
     assert!(!files.keys().any(|f| f.contains("timeseries")));
+    // For two swept keys the heatmaps come first, before the comparison and the other charts.
+    let html = String::from_utf8(files["report.html"].clone()).unwrap();
+    let at = |id: &str| html.find(&format!("<details open id=\"{id}\"")).unwrap_or_else(|| panic!("no {id}"));
+    assert!(at("s-heatmaps") < at("comparison") && at("comparison") < at("s-sweeps"), "heatmaps first");
     assert_eq!(files.keys().filter(|f| f.contains("latency-runs-cdf") && f.ends_with(".svg")).count(), 6);
 }
 

@@ -163,7 +163,10 @@ fn the_first_screen_names_the_metastable_cells_and_the_page_shows_what_ran() {
                  document.body.setAttribute('data-verdict', Math.round(v.top) + ' ' + Math.round(v.bottom)); \
                  document.body.setAttribute('data-first-screen', Array.from(document.querySelectorAll('#verdict li')) \
                  .filter(li => li.getBoundingClientRect().bottom <= 900).map(li => li.textContent).join(' | ')); \
-                 document.body.setAttribute('data-experiment', e.textContent.replace(/\"/g, \"'\"));</script></body>";
+                 document.body.setAttribute('data-experiment', e.textContent.replace(/\"/g, \"'\")); \
+                 const first = document.querySelector('#summary td'); \
+                 document.body.setAttribute('data-frozen', getComputedStyle(first).position + ' ' + \
+                 getComputedStyle(first.closest('.scroll')).overflowX);</script></body>";
     let probed = out.join("probed.html");
     std::fs::write(&probed, html.replace("</body>", probe)).unwrap();
     let (dom, stderr) = run_chromium(&["--window-size=1200,900".into(), "--dump-dom".into(), url(&probed)]);
@@ -182,6 +185,9 @@ fn the_first_screen_names_the_metastable_cells_and_the_page_shows_what_ran() {
         "the first screen does not name the metastable cells:\n{first_screen}"
     );
     assert!(first_screen.contains("no-retries: "), "{first_screen}");
+
+    // Wide tables scroll sideways inside their frame, their first column frozen.
+    assert_eq!(attr("data-frozen"), "sticky auto");
 
     // The experiment section: the command line, the change, and the experiment as run.
     let experiment = attr("data-experiment");
