@@ -160,7 +160,7 @@ pub struct RunArgs {
 pub struct RankArgs {
     /// The verdict's reference point (report.html and the end-of-run text): a swept key and
     /// one of its values, e.g. `client.timeout=1s`; repeatable, one per key [default: the
-    /// first point].
+    /// file's `[output] reference`, else the first point].
     #[arg(long = "reference", value_name = "KEY=VALUE")]
     pub reference: Vec<String>,
     /// List the (point, strategy) rows best first by this metric (lower is better; success

@@ -133,6 +133,7 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
     exp.command_line = command_line();
     // A bad --rank, --where or --reference is bad input: refused before anything runs.
     let report_opts = report_options(&a.rank, Some(&exp.windows))?;
+    check_reference(&exp, &report_opts.verdict.reference)?;
     let shard = shard(a.shard.as_deref())?;
     if !a.quiet {
         warn(&a.file, &exp);
@@ -218,12 +219,33 @@ pub fn run(a: &RunArgs) -> Result<(), Error> {
         }
         println!("report: {}", out.join(report::paths::REPORT_HTML).display());
         println!();
-        print!("{}", summary_text(&out, &a.rank)?);
+        print!("{}", summary_text(&out, &a.rank, &report_opts.verdict)?);
     }
     if a.stats {
         println!("{line}");
     }
     Ok(())
+}
+
+/// `--reference`, checked against the sweep before a run (exit 2 naming the flag); the file's
+/// `[output] reference` was checked when it loaded, and the report falls back on it (from
+/// the manifest) when no flag is given.
+fn check_reference(exp: &Experiment, flags: &[(String, String)]) -> Result<(), Error> {
+    if flags.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<&[String]> = exp.points.iter().map(|p| p.values.as_slice()).collect();
+    experiment::resolve_reference(&exp.sweep_keys, &values, flags).map(|_| ()).map_err(
+        |experiment::BadReference { key, reason }| Error::Flag {
+            flag: match key.and_then(|k| flags.iter().find(|(f, _)| *f == k)) {
+                Some((k, v)) => format!("--reference {k}={v}"),
+                None => {
+                    flags.iter().map(|(k, v)| format!("--reference {k}={v}")).collect::<Vec<_>>().join(" ")
+                }
+            },
+            reason,
+        },
+    )
 }
 
 /// `retrysim plot DIR`: redraw the report from the files, and print the comparison.
@@ -242,7 +264,7 @@ pub fn plot(a: &PlotArgs) -> Result<(), Error> {
             println!("wrote {}", p.display());
         }
         println!();
-        print!("{}", summary_of(&set, &a.rank)?);
+        print!("{}", summary_of(&set, &a.rank, &opts.verdict)?);
     }
     Ok(())
 }
@@ -300,14 +322,18 @@ fn report_options(r: &RankArgs, known_metrics: Option<&[String]>) -> Result<repo
 
 /// The verdict and the comparison printed at the end of a run (or by `plot`), or the
 /// ranking when asked.
-fn summary_text(dir: &Path, r: &RankArgs) -> Result<String, Error> {
-    summary_of(&report::ResultSet::read_dir(dir)?, r)
+fn summary_text(dir: &Path, r: &RankArgs, verdict: &report::VerdictOptions) -> Result<String, Error> {
+    summary_of(&report::ResultSet::read_dir(dir)?, r, verdict)
 }
 
 /// [`summary_text`] of a result set already read.
-fn summary_of(set: &report::ResultSet, r: &RankArgs) -> Result<String, Error> {
+fn summary_of(
+    set: &report::ResultSet,
+    r: &RankArgs,
+    verdict: &report::VerdictOptions,
+) -> Result<String, Error> {
     let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let mut verdict = report::verdict(set, &report_options(r, None)?.verdict)?.text();
+    let mut verdict = report::verdict(set, verdict)?.text();
     if let Some(line) = report::partial_line(&set.manifest) {
         verdict = format!("{line}\n{verdict}");
     }
@@ -681,9 +707,8 @@ fn load(file: &Path, o: &OverrideArgs) -> Result<(Experiment, Option<TuneSpec>),
     Ok((exp, tune))
 }
 
-/// The weight of one run of each of `cells`: its point's expected events per run (see
-/// [`crate::experiment::cost::run_events`]).
+/// The weight of one run of each of `cells`: its expected events per run (see
+/// [`crate::experiment::cost::cell_events`]).
 fn run_weights(exp: &crate::experiment::Experiment, cells: &[crate::sweep::Cell]) -> Vec<f64> {
-    let per_point: Vec<f64> = exp.points.iter().map(crate::experiment::cost::run_events).collect();
-    cells.iter().map(|c| per_point[c.point]).collect()
+    cells.iter().map(|c| crate::experiment::cost::cell_events(&exp.points[c.point], c.strategy)).collect()
 }

@@ -23,8 +23,8 @@ mod warnings;
 pub use duration::Duration;
 pub use error::ConfigError;
 pub use load::{
-    Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg, select_strategies,
-    spec_with, strategy_key, value_text,
+    BadReference, Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg,
+    resolve_reference, same_value, select_strategies, spec_with, strategy_key, value_number, value_text,
 };
 pub use spec::*;
 pub use warnings::{Warning, warnings};
@@ -73,6 +73,9 @@ pub struct Experiment {
     /// The names of `[output] windows`, in name order: each adds its windowed metrics to
     /// runs.csv and summary.csv ([`crate::metrics::catalogue::columns`]).
     pub windows: Vec<String>,
+    /// `[output] reference`, checked against the sweep: the verdict's reference point as
+    /// (swept key, value as in its CSV column) pairs; empty for the first point.
+    pub reference: Vec<(String, String)>,
     /// The swept keys, in file order: the leading columns of runs.csv and summary.csv.
     pub sweep_keys: Vec<String>,
     /// The cartesian product of the sweep values (one point when there is no `[sweep]`), the

@@ -51,9 +51,10 @@ pub struct Sources {
     pub preset: Option<String>,
     /// In the schema's key order, each table's keys after it.
     pub keys: Vec<KeySource>,
-    /// The `[client]` keys (dotted) that this strategy's preset replaced or removed: their
-    /// `[client]` value is not used by this strategy.
-    pub shadowed_by_preset: Vec<String>,
+    /// The `[client]` keys (dotted) whose `[client]` value this strategy does not use, each
+    /// with what replaced or removed it last: its preset, or its own table
+    /// ([`Origin::Preset`] or [`Origin::Strategy`]). In `[client]`'s key order.
+    pub client_unused: Vec<(String, Origin)>,
     /// Every dotted key `[client]` sets.
     pub client_keys: Vec<String>,
 }
@@ -62,8 +63,8 @@ pub struct Sources {
 #[derive(Debug, Default)]
 pub(crate) struct Tracker {
     origins: BTreeMap<String, Origin>,
-    /// Client keys a preset replaced or removed.
-    shadowed: Vec<String>,
+    /// Keys that are gone (a table of another kind replaced theirs), by what removed them.
+    removed: BTreeMap<String, Origin>,
     pub(crate) from: Option<Origin>,
 }
 
@@ -80,16 +81,13 @@ impl Tracker {
         let inside = |k: &str| k == path || k.strip_prefix(path).is_some_and(|r| r.starts_with('.'));
         let gone: Vec<String> = self.origins.keys().filter(|k| inside(k)).cloned().collect();
         for k in gone {
-            if let Some(Origin::Client) = self.origins.remove(&k)
-                && matches!(from, Origin::Preset(_))
-                && !self.shadowed.contains(&k)
-            {
-                self.shadowed.push(k);
-            }
+            self.origins.remove(&k);
+            self.removed.insert(k, from.clone());
         }
         let mut leaves = Vec::new();
         leaves_of(path, value, &mut leaves);
         for (k, _) in leaves {
+            self.removed.remove(&k);
             self.origins.insert(k, from.clone());
         }
     }
@@ -127,11 +125,20 @@ impl Tracker {
                 }
             }
         }
+        // Each `[client]` key ends where the last merge left it: kept (its origin is still
+        // `[client]`), replaced by the preset or the strategy, or removed by one of them.
+        let client_unused = client_keys
+            .iter()
+            .filter_map(|k| {
+                let by = self.origins.get(k).or_else(|| self.removed.get(k))?;
+                matches!(by, Origin::Preset(_) | Origin::Strategy).then(|| (k.clone(), by.clone()))
+            })
+            .collect();
         Sources {
             strategy: name.to_owned(),
             preset: preset.map(str::to_owned),
             keys,
-            shadowed_by_preset: self.shadowed,
+            client_unused,
             client_keys,
         }
     }
@@ -154,15 +161,42 @@ fn leaves_of(path: &str, value: &Value, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// The `[client]` keys that every strategy's preset shadows (each strategy names a preset that
-/// replaces or removes the key): set, but never used. Each key once, in file order.
-pub fn shadowed_client_keys(strategies: &[Sources]) -> Vec<String> {
+/// A `[client]` key that no strategy uses, because presets replace or remove it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShadowedKey {
+    /// Dotted, inside `[client]`.
+    pub key: String,
+    /// The presets whose value wins, in strategy order, each once.
+    pub presets: Vec<String>,
+    /// The strategies that set the key themselves (their own value wins over `[client]`'s
+    /// and over their preset's: not a surprise, so not counted as shadowed).
+    pub set_by_strategies: Vec<String>,
+}
+
+/// The `[client]` keys that presets shadow so that no strategy uses `[client]`'s value: every
+/// strategy either has the key replaced or removed by its preset, or sets the key itself, and
+/// at least one strategy's preset is what wins. A key that every strategy sets itself is not
+/// one (the file says what runs); one that some strategy takes from `[client]` is used. Each
+/// key once, in file order.
+pub fn shadowed_client_keys(strategies: &[Sources]) -> Vec<ShadowedKey> {
     let Some(first) = strategies.first() else { return Vec::new() };
+    let by = |s: &Sources, k: &str| s.client_unused.iter().find(|(u, _)| u == k).map(|(_, o)| o.clone());
     first
         .client_keys
         .iter()
-        .filter(|k| strategies.iter().all(|s| s.shadowed_by_preset.contains(k)))
-        .cloned()
+        .filter(|k| strategies.iter().all(|s| by(s, k).is_some()))
+        .filter_map(|k| {
+            let mut presets: Vec<String> = Vec::new();
+            let mut set_by_strategies = Vec::new();
+            for s in strategies {
+                match by(s, k) {
+                    Some(Origin::Preset(p)) if !presets.contains(&p) => presets.push(p),
+                    Some(Origin::Strategy) => set_by_strategies.push(s.strategy.clone()),
+                    _ => {}
+                }
+            }
+            (!presets.is_empty()).then(|| ShadowedKey { key: k.clone(), presets, set_by_strategies })
+        })
         .collect()
 }
 
@@ -190,9 +224,10 @@ pub fn explain(exp: &Experiment, only: Option<&str>) -> String {
                 if k.client_shadowed { " ([client] sets it too; the preset's value wins)" } else { "" };
             out.push_str(&format!("  {:kw$}  {:vw$}  {}{note}\n", k.key, k.value, k.origin));
         }
-        for gone in s.shadowed_by_preset.iter().filter(|g| !s.keys.iter().any(|k| &k.key == *g)) {
+        for (gone, by) in s.client_unused.iter().filter(|(g, _)| !s.keys.iter().any(|k| &k.key == g)) {
+            let whose = if matches!(by, Origin::Strategy) { "the strategy's" } else { "the preset's" };
             out.push_str(&format!(
-                "  ({gone}: set in [client], dropped because the preset's table has another kind)\n"
+                "  ({gone}: set in [client], dropped because {whose} table has another kind)\n"
             ));
         }
         out.push('\n');
@@ -271,5 +306,76 @@ backoff = { kind = "none" }
         // One strategy without a preset uses [client]'s value: no warning.
         assert!(shadowed(&[]).is_empty());
         assert_eq!(shadowed(&[("strategies.own.preset", "grpc")]), ["client.max_attempts"]);
+        // A strategy that sets the key itself does not use [client]'s value either, but is not
+        // shadowed: the warning fires while some preset wins somewhere and no strategy takes
+        // [client]'s value, and names the strategies that set it themselves.
+        let messages = |set: &[(&str, &str)]| {
+            let overrides = Overrides {
+                set: set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                ..Default::default()
+            };
+            let exp = load_str(FILE, "p.toml", &overrides).unwrap();
+            warnings(&exp).into_iter().filter(|w| w.message.contains("never used")).collect::<Vec<_>>()
+        };
+        let w = messages(&[("strategies.own.max_attempts", "2")]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].key, "client.max_attempts");
+        assert!(
+            w[0].message.starts_with(
+                "the presets (aws-standard) set it and the other strategies (own) set it themselves, so [client]'s value is never used"
+            ),
+            "{}",
+            w[0].message
+        );
+        // The same with the preset on the other side: aws sets its own value over its preset's.
+        let w = messages(&[("strategies.aws.max_attempts", "2"), ("strategies.own.preset", "grpc")]);
+        assert!(
+            w.len() == 1
+                && w[0].message.starts_with("the presets (grpc) set it and the other strategies (aws)"),
+            "{w:?}"
+        );
+        // Every strategy sets it itself (over its preset): the file says what runs, no warning,
+        // although each has a preset that sets it too.
+        assert!(
+            shadowed(&[
+                ("strategies.aws.max_attempts", "2"),
+                ("strategies.own.preset", "grpc"),
+                ("strategies.own.max_attempts", "3")
+            ])
+            .is_empty()
+        );
+        // Every preset shadows it: the presets named, each once.
+        let w = messages(&[("strategies.own.preset", "aws-standard")]);
+        assert!(
+            w.len() == 1 && w[0].message.starts_with("every strategy's preset (aws-standard) sets it"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn a_client_key_a_strategy_drops_is_said_to_be_dropped_by_the_strategy() {
+        // [client]'s exponential base is gone where a strategy's backoff has another kind.
+        let text = FILE.replace(
+            "timeout = \"1s\"",
+            "timeout = \"1s\"\nbackoff = { kind = \"exponential\", base = \"10ms\" }",
+        );
+        let exp = load_str(&text, "p.toml", &Overrides::default()).unwrap();
+        let own = &exp.points[0].sources[1];
+        assert!(
+            own.client_unused.contains(&("backoff.base".into(), Origin::Strategy)),
+            "{:?}",
+            own.client_unused
+        );
+        assert!(
+            !own.client_unused.iter().any(|(k, _)| k == "max_attempts"),
+            "own uses [client]'s max_attempts"
+        );
+        let text = explain(&exp, Some("own"));
+        assert!(
+            text.contains(
+                "(backoff.base: set in [client], dropped because the strategy's table has another kind)"
+            ),
+            "{text}"
+        );
     }
 }

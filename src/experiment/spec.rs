@@ -40,6 +40,9 @@ pub struct OutputSpec {
     pub timeseries: bool,
     /// The windows measured on their own, `[start, end]` by name (in name order).
     pub windows: std::collections::BTreeMap<String, [Duration; 2]>,
+    /// The verdict's reference point: swept key -> one of its values (checked against the
+    /// sweep by the loader).
+    pub reference: toml::Table,
 }
 
 /// Who calls the server and when (DESIGN §3.1).

@@ -52,19 +52,30 @@ pub fn warnings(exp: &Experiment) -> Vec<Warning> {
     all
 }
 
-/// A `[client]` key that every strategy's preset replaces (or drops, with a table of another
-/// kind) is set but never used: what the file says is not what runs.
+/// A `[client]` key that no strategy uses because presets replace (or drop, with a table of
+/// another kind) it is set but never used: what the file says is not what runs. Strategies
+/// that set the key themselves are not counted as shadowed: their own value is what the file
+/// says.
 fn shadowed_client_keys(point: &super::Point) -> Vec<Warning> {
-    let mut presets: Vec<&str> = point.sources.iter().filter_map(|s| s.preset.as_deref()).collect();
-    presets.dedup();
     super::provenance::shadowed_client_keys(&point.sources)
         .into_iter()
-        .map(|key| Warning {
-            message: format!(
-                "every strategy's preset ({}) sets it, so [client]'s value is never used; set it in the strategies instead (e.g. --set strategies.*.{key}=...), `retrysim explain` shows where each value comes from",
-                presets.join(", ")
-            ),
-            key: format!("client.{key}"),
+        .map(|k| {
+            let who = if k.set_by_strategies.is_empty() {
+                format!("every strategy's preset ({}) sets it", k.presets.join(", "))
+            } else {
+                format!(
+                    "the presets ({}) set it and the other strategies ({}) set it themselves",
+                    k.presets.join(", "),
+                    k.set_by_strategies.join(", ")
+                )
+            };
+            Warning {
+                message: format!(
+                    "{who}, so [client]'s value is never used; set it in the strategies instead (e.g. --set strategies.*.{}=...), `retrysim explain` shows where each value comes from",
+                    k.key
+                ),
+                key: format!("client.{}", k.key),
+            }
         })
         .collect()
 }

@@ -68,6 +68,10 @@ const MANIFEST: &[(&str, &str)] = &[
         "command_line",
         "the command line of `run` (or the first shard's for `merge`), its arguments in order; empty when not recorded (older folders lack it); `--resume` ignores it",
     ),
+    (
+        "reference",
+        "`[output] reference`, the verdict's reference point as `{ \"SWEPT KEY\": \"value\" }` (the value as in the CSV column), which `plot` uses unless given `--reference`; absent when the file sets none",
+    ),
     ("shard", "`{ index, count }` for a shard written by `run --shard I/N`, `null` for a whole run"),
     (
         "partial",

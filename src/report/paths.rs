@@ -8,7 +8,7 @@
 //! | `charts/<metric>-vs-<key>.{svg,png}` | a key metric against a swept key, one line per strategy |
 //! | `charts/aws-calls-vs-clients.{svg,png}`, `charts/aws-completion-time-vs-clients.{svg,png}` | the same for `calls` and `completion_time_s` against `workload.clients`: the AWS study pair |
 //! | `charts/<metric>-by-strategy.{svg,png}` | without a sweep: a key metric per strategy |
-//! | `charts/heatmap-<metric>-<strategy>.{svg,png}` | two swept keys: a metric over both, per strategy |
+//! | `charts/heatmap-<metric>-<strategy>.{svg,png}` | two swept keys: a metric over both, per strategy (strategies equal in every cell share the first one's) |
 //! | `charts/timeseries.{svg,png}` or `charts/timeseries-<KEY>=<VALUE>[,<KEY>=<VALUE>...].{svg,png}` | offered load, successes and queue over time, per sweep point |
 //! | `charts/latency-runs-cdf.{svg,png}` or `charts/latency-runs-cdf-<KEY>=<VALUE>[,...].{svg,png}` | distribution over runs of each run's p99 and p50 latency, per sweep point |
 //!

@@ -21,9 +21,10 @@ pub const HEADLINE_METRICS: &[&str] =
 /// What the verdict is asked about.
 #[derive(Clone, Debug, Default)]
 pub struct VerdictOptions {
-    /// The reference point, as `(swept key, value)` pairs: the first point whose values match
-    /// every pair (a value as written in the CSV column, or the same number or duration).
-    /// Empty: the first point.
+    /// The reference point, as `(swept key, value)` pairs (`--reference`): the first point
+    /// whose values match every pair (a value as written in the CSV column, or the same
+    /// number or duration). Empty: the manifest's (`[output] reference`), else the first
+    /// point.
     pub reference: Vec<(String, String)>,
     /// Constraints a cell must meet; the verdict says where each strategy fails them.
     pub constraints: Vec<Constraint>,
@@ -62,42 +63,24 @@ pub fn parse_reference(text: &str) -> Result<(String, String), ReportError> {
     }
 }
 
-/// The number a sweep value stands for, when it is one: a number, or a duration in seconds.
-fn numeric(value: &str) -> Option<f64> {
-    value
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite())
-        .or_else(|| crate::experiment::Duration::parse(value).ok().map(|d| d.as_ns() as f64 / 1e9))
-}
-
-fn same_value(a: &str, b: &str) -> bool {
-    a == b || matches!((numeric(a), numeric(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// The index of the reference point: the first point matching every pair of `reference`.
+/// The index of the reference point: the first point matching every pair of `reference`
+/// (checked as the loader checks `[output] reference`: [`crate::experiment::resolve_reference`]).
 pub fn reference_point(set: &ResultSet, reference: &[(String, String)]) -> Result<usize, ReportError> {
-    let mut keys = Vec::with_capacity(reference.len());
-    for (key, value) in reference {
-        let Some(k) = set.sweep_keys.iter().position(|s| s == key) else {
-            let reason = if set.sweep_keys.is_empty() {
-                "these results have no sweep, so there is only one point".to_string()
-            } else {
-                let hint = crate::suggest::closest(key, set.sweep_keys.iter().map(String::as_str))
-                    .map(|c| format!(" (did you mean `{c}`?)"))
-                    .unwrap_or_default();
-                format!("`{key}` is not a swept key{hint}; the swept keys are: {}", set.sweep_keys.join(", "))
-            };
-            return Err(ReportError::BadReference { text: format!("{key}={value}"), reason });
-        };
-        keys.push((k, value));
-    }
-    (0..set.points.len())
-        .find(|&p| keys.iter().all(|&(k, v)| same_value(&set.points[p].values[k], v)))
-        .ok_or_else(|| ReportError::BadReference {
-            text: reference.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
-            reason: "no sweep point has these values".into(),
-        })
+    let values: Vec<&[String]> = set.points.iter().map(|p| p.values.as_slice()).collect();
+    let text = || reference.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+    let pairs = crate::experiment::resolve_reference(&set.sweep_keys, &values, reference).map_err(
+        |crate::experiment::BadReference { key, reason }| ReportError::BadReference {
+            text: key
+                .and_then(|k| reference.iter().find(|(r, _)| *r == k))
+                .map_or_else(text, |(k, v)| format!("{k}={v}")),
+            reason,
+        },
+    )?;
+    let keys: Vec<usize> =
+        pairs.iter().filter_map(|(k, _)| set.sweep_keys.iter().position(|s| s == k)).collect();
+    Ok((0..set.points.len())
+        .find(|&p| keys.iter().zip(&pairs).all(|(&k, (_, v))| set.points[p].values[k] == *v))
+        .unwrap_or(0))
 }
 
 /// The metric that ranks points: the first of the comparison's metrics with a direction
@@ -180,7 +163,7 @@ fn key_values(set: &ResultSet, k: usize) -> Vec<&str> {
 fn describe_values(key: &str, values: &[&str], chosen: &[usize]) -> String {
     let ordered = values
         .iter()
-        .map(|v| numeric(v))
+        .map(|v| crate::experiment::value_number(v))
         .collect::<Option<Vec<f64>>>()
         .is_some_and(|n| n.windows(2).all(|w| w[0] < w[1]));
     // Contiguous runs of chosen indices (each index alone when the values have no order).
@@ -309,7 +292,22 @@ fn percent(x: f64) -> String {
 
 /// The verdict on `set`.
 pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, ReportError> {
-    let reference = reference_point(set, &opts.reference)?;
+    let from_file: Vec<(String, String)> = set.manifest.reference.clone().into_iter().collect();
+    let (pairs, mut how) = match (opts.reference.is_empty(), from_file.is_empty()) {
+        (false, _) => (&opts.reference, "chosen with --reference"),
+        (true, false) => (&from_file, "chosen with [output] reference; another with --reference KEY=VALUE"),
+        (true, true) => (&opts.reference, "the first point; another with --reference KEY=VALUE"),
+    };
+    // A shard or a partial result holds some of the points: when the reference is not among
+    // them, the first point stands in (the whole result has it).
+    let some_points = set.manifest.shard.is_some() || set.manifest.partial;
+    let reference = match reference_point(set, pairs) {
+        Err(_) if some_points => {
+            how = "the first point here: the reference point is not among the points of this shard or partial result";
+            0
+        }
+        other => other?,
+    };
     let primary = ranking_metric(set);
     let better = primary.and_then(|m| catalogue::better(&set.metrics[m])).unwrap_or(Better::Lower);
     let primary_label = primary.map(|m| label(&set.metrics[m])).unwrap_or_default();
@@ -330,11 +328,6 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
         .collect();
 
     let intro = if swept {
-        let how = if opts.reference.is_empty() {
-            "the first point; another with --reference KEY=VALUE"
-        } else {
-            "chosen with --reference"
-        };
         format!(
             "Verdict: each strategy at its worst point by {primary_label} of {n} {noun}, and at the reference point ({}: {how}).",
             point_words(set, reference)
@@ -445,14 +438,31 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
         }
 
         // Where it is the best strategy.
-        if set.strategies.len() > 1 && primary.is_some() {
+        if set.strategies.len() > 1
+            && let Some(m) = primary
+        {
             let best: Vec<usize> = points.iter().copied().filter(|&p| best_at[p].contains(&s)).collect();
             let tied = |p: usize| best_at[p].len() > 1;
             if !swept {
                 if !best.is_empty() {
                     let with = if tied(0) { " (tied)" } else { "" };
+                    // Others whose mean lies inside this one's 95 % interval are not told apart
+                    // from it by these runs: said, so that "best" is not read as "better".
+                    let close: Vec<&str> = match set.estimate(0, s, m) {
+                        Some(e) => (0..set.strategies.len())
+                            .filter(|&o| o != s && !best_at[0].contains(&o))
+                            .filter(|&o| value(0, o).is_some_and(|v| e.low() <= v && v <= e.high()))
+                            .map(|o| set.strategies[o].as_str())
+                            .collect(),
+                        None => Vec::new(),
+                    };
+                    let within = if close.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({} within its 95 % interval)", close.join(", "))
+                    };
                     sentences.push(format!(
-                        "the best {primary_label} of the {} strategies{with}",
+                        "the best {primary_label} of the {} strategies{with}{within}",
                         set.strategies.len()
                     ));
                 }

@@ -38,6 +38,10 @@ pub struct Manifest {
     pub effective_toml: String,
     /// The command line of the run, its arguments in order; empty when not recorded.
     pub command_line: Vec<String>,
+    /// `[output] reference`: the verdict's reference point, swept key -> value as in its CSV
+    /// column, which `plot` uses unless given `--reference`. Absent when the file sets none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub reference: std::collections::BTreeMap<String, String>,
     /// `null` for a whole run.
     pub shard: Option<ShardInfo>,
     /// A run stopped by a signal keeps the cells it finished: then `true`, and
@@ -114,6 +118,7 @@ impl Manifest {
             overrides: exp.overrides.clone(),
             effective_toml: exp.effective_toml.clone(),
             command_line: exp.command_line.clone(),
+            reference: exp.reference.iter().cloned().collect(),
             shard: shard.map(|s| ShardInfo { index: s.index, count: s.count }),
             partial: false,
             cells_done: Vec::new(),

@@ -443,6 +443,29 @@ fn cases() -> Vec<Case> {
             args: &[],
             stderr: &["sweep.\"server.concurency\"", "did you mean `sweep.\"server.concurrency\"`?"],
         },
+        Case {
+            what: "a reference point on a key that is not swept",
+            text: format!(
+                "{VALID}[sweep]\n\"server.concurrency\" = [4, 8]\n[output]\nreference = {{ \"server.concurency\" = 4 }}\n"
+            ),
+            args: &[],
+            stderr: &[
+                "`output.reference.\"server.concurency\"`",
+                "not a swept key (did you mean `server.concurrency`?)",
+            ],
+        },
+        Case {
+            what: "a reference point on a value the sweep does not have",
+            text: format!("{VALID}[sweep]\n\"server.concurrency\" = [4, 8]\n[output]\nreference = {{ \"server.concurrency\" = 5 }}\n"),
+            args: &[],
+            stderr: &["`output.reference.\"server.concurrency\"`", "5 is not one of the swept values", "4, 8"],
+        },
+        Case {
+            what: "a reference point without a sweep",
+            text: valid(),
+            args: &["--set", "output.reference={ \"server.concurrency\" = 4 }"],
+            stderr: &["output.reference.\"server.concurrency\"", "has no [sweep]"],
+        },
     ]
 }
 
@@ -519,4 +542,23 @@ fn plot_refuses_a_folder_that_is_not_a_result() {
         !tmp.path().join("report.html").exists() && !tmp.path().join("charts").exists(),
         "nothing is written"
     );
+}
+
+/// `run --reference` is checked against the sweep before anything runs, like the file's
+/// `[output] reference`.
+#[test]
+fn a_bad_reference_flag_is_refused_before_the_run() {
+    let tmp = tempfile::tempdir().expect("a temporary folder");
+    std::fs::write(tmp.path().join("e.toml"), format!("{VALID}[sweep]\n\"server.concurrency\" = [4, 8]\n"))
+        .expect("the file is written");
+    for (flag, fragments) in [
+        ("server.concurrency=5", &["--reference server.concurrency=5", "not one of the swept values"][..]),
+        (
+            "server.concurency=4",
+            &["--reference server.concurency=4", "did you mean `server.concurrency`?"][..],
+        ),
+    ] {
+        let case = Case { what: "--reference", text: String::new(), args: &[], stderr: fragments };
+        assert_refused(tmp.path(), &["run", "e.toml", "--out", "out", "--reference", flag], &case);
+    }
 }

@@ -155,6 +155,10 @@ fn two_key_sweep_draws_heatmaps() {
     );
     // No timeseries.csv: no time series chart; 9 points: latency drawn for at most 6.
     assert!(!files.keys().any(|f| f.contains("timeseries")));
+    // For two swept keys the heatmaps come first, before the comparison and the other charts.
+    let html = String::from_utf8(files["report.html"].clone()).unwrap();
+    let at = |id: &str| html.find(&format!("<details open id=\"{id}\"")).unwrap_or_else(|| panic!("no {id}"));
+    assert!(at("s-heatmaps") < at("comparison") && at("comparison") < at("s-sweeps"), "heatmaps first");
     assert_eq!(files.keys().filter(|f| f.contains("latency-runs-cdf") && f.ends_with(".svg")).count(), 6);
 }
 
@@ -520,7 +524,10 @@ fn the_reference_point_is_chosen_by_key_and_value() {
     assert_eq!(verdict(&set, &same).unwrap().strategies, verdict(&set, &opts).unwrap().strategies);
     for (bad, why) in [
         ("server.fault.duration=4s", "did you mean `server.faults[0].duration`?"),
-        ("server.faults[0].duration=5s", "no sweep point has these values"),
+        (
+            "server.faults[0].duration=5s",
+            "5s is not one of the swept values of `server.faults[0].duration`: 2s, 4s, 10s",
+        ),
     ] {
         let opts = VerdictOptions { reference: vec![parse_reference(bad).unwrap()], ..Default::default() };
         let e = verdict(&set, &opts).unwrap_err().to_string();
@@ -540,4 +547,89 @@ fn never_recovered_is_never_shown_blank_or_zero() {
     assert_eq!(text.matches("never (5 of 5 runs)").count(), 5, "{text}");
     assert!(html.matches("never (5 of 5 runs)").count() >= 10, "comparison and summary table");
     assert!(!html.contains("<td></td>"), "no blank cell in report.html");
+}
+
+/// A strategy that is another under a second name (the same policy: the same runs, byte for
+/// byte) is drawn once in every chart kind, named with both: the sweep charts' lines, the
+/// heatmaps, the time series' panels and the latency distributions' lines. The fixture is
+/// tests/fixtures/storm-grid.toml (two swept keys) with `immediate` twice.
+#[test]
+fn identical_strategies_are_drawn_once_in_every_chart_kind() {
+    use retrysim::report::chart::{Kind, plan};
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/storm-grid.toml"))
+        .unwrap()
+        .replace(
+            "[[strategies]]\nname = \"no-retries\"",
+            "[[strategies]]\nname = \"immediate-again\"\nbackoff = { kind = \"none\" }\n\n[[strategies]]\nname = \"no-retries\"",
+        );
+    let file = tmp.path().join("twins.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("out");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("run")
+        .arg(&file)
+        .args(["--quiet", "--runs", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let set = ResultSet::read_dir(&out).unwrap();
+    assert_eq!(set.strategies, ["immediate", "immediate-again", "no-retries"]);
+    let twins = "immediate = immediate-again";
+    let charts = plan(&set, &ReportOptions::default());
+    let (mut sweeps, mut heatmaps, mut series, mut latencies) = (0, 0, 0, 0);
+    for c in &charts {
+        let what = format!("{} ({})", c.stem, c.title);
+        match &c.kind {
+            Kind::Sweep(s) => {
+                sweeps += 1;
+                let names: Vec<&str> = s.legend.iter().map(|(_, n)| n.as_str()).collect();
+                assert!(names.iter().any(|n| n.starts_with(twins)), "{what}: {names:?}");
+                assert!(!names.contains(&"immediate-again"), "{what}: {names:?}");
+                for p in &s.panels {
+                    assert!(!p.lines.iter().any(|(s, _)| *s == 1), "{what}: the twin's line is drawn");
+                }
+            }
+            Kind::Heatmap(_) => {
+                heatmaps += 1;
+                assert!(!c.stem.ends_with("-immediate-again"), "{what}");
+                if c.stem.ends_with("-immediate") {
+                    assert!(c.title.starts_with(twins), "{what}");
+                    assert!(c.caption.contains("named together"), "{what}");
+                }
+            }
+            Kind::Timeseries(t) => {
+                series += 1;
+                // Where no request failed, no-retries draws the same series too.
+                let names: Vec<&str> = t.panels.iter().map(|p| p.name.as_str()).collect();
+                assert!(
+                    names == [twins, "no-retries"] || names == [format!("{twins} = no-retries")],
+                    "{what}: {names:?}"
+                );
+                assert!(c.caption.contains("named together"), "{what}");
+            }
+            Kind::Latency(l) => {
+                latencies += 1;
+                let names: Vec<&str> = l.legend.iter().map(|(_, n)| n.as_str()).collect();
+                assert!(
+                    names == [twins, "no-retries"] || names == [format!("{twins} = no-retries")],
+                    "{what}: {names:?}"
+                );
+                assert!(l.panels.iter().all(|p| p.lines.len() == names.len()), "{what}");
+            }
+            Kind::Tune(_) => panic!("{what}: a tune chart in a run's report"),
+        }
+    }
+    assert!(
+        sweeps > 0 && heatmaps > 0 && series == 6 && latencies > 0,
+        "{sweeps} {heatmaps} {series} {latencies}"
+    );
+    // The heatmaps: one per metric for the twins and one for no-retries (where it differs).
+    let heat: Vec<&str> =
+        charts.iter().filter(|c| matches!(c.kind, Kind::Heatmap(_))).map(|c| c.stem.as_str()).collect();
+    assert!(
+        heat.contains(&"heatmap-success_rate-immediate") && heat.contains(&"heatmap-success_rate-no-retries"),
+        "{heat:?}"
+    );
 }

@@ -141,3 +141,80 @@ fn merge_leaves_no_stale_chart() {
     assert!(merged.contains("timeseries-client.timeout=1s.png"), "{merged:?}");
     assert_eq!(merged, drawn);
 }
+
+/// The verdict's intro line (the first line after `Verdict:` in stdout or report.html).
+fn verdict_intro(text: &str) -> String {
+    let start = text.find("Verdict: ").unwrap_or_else(|| panic!("no verdict in:\n{text}"));
+    text[start..].lines().next().unwrap().to_owned()
+}
+
+fn stdout(cmd: &mut Command) -> String {
+    String::from_utf8(cmd.assert().success().get_output().stdout.clone()).unwrap()
+}
+
+/// `[output] reference` chooses the verdict's reference point: `run` uses it and records it in
+/// manifest.json, `plot` and `merge` read it from there, and `--reference` overrides it.
+#[test]
+fn the_files_reference_point_is_used_recorded_and_overridden_by_the_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("owned.toml");
+    // Written as another duration than the sweep's: the same point.
+    let text = format!(
+        "{EXPERIMENT}\n[output]\nreference = {{ \"client.timeout\" = \"2000ms\" }}\n\n[sweep]\n\"client.timeout\" = [\"1s\", \"2s\"]\n"
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("out");
+    let from_file = "at the reference point (client.timeout = 2s: chosen with [output] reference";
+    let printed = stdout(retrysim().arg("run").arg(&file).arg("--out").arg(&out));
+    assert!(verdict_intro(&printed).contains(from_file), "{}", verdict_intro(&printed));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(verdict_intro(&html).contains(from_file), "{}", verdict_intro(&html));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["reference"], serde_json::json!({ "client.timeout": "2s" }));
+
+    // plot reads it from the manifest; --reference overrides it.
+    let replotted = stdout(retrysim().arg("plot").arg(&out));
+    assert!(verdict_intro(&replotted).contains(from_file), "{}", verdict_intro(&replotted));
+    let flag = "at the reference point (client.timeout = 1s: chosen with --reference)";
+    let overridden = stdout(retrysim().arg("plot").arg(&out).args(["--reference", "client.timeout=1s"]));
+    assert!(verdict_intro(&overridden).contains(flag), "{}", verdict_intro(&overridden));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(verdict_intro(&html).contains(flag), "{}", verdict_intro(&html));
+
+    // run --reference overrides it too; the manifest still records the file's.
+    let again = stdout(
+        retrysim().arg("run").arg(&file).arg("--out").arg(&out).args(["--reference", "client.timeout=1s"]),
+    );
+    assert!(verdict_intro(&again).contains(flag), "{}", verdict_intro(&again));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["reference"], serde_json::json!({ "client.timeout": "2s" }));
+
+    // merge keeps it.
+    let shards: Vec<_> = (1..=2).map(|i| tmp.path().join(format!("shard-{i}"))).collect();
+    for (i, s) in shards.iter().enumerate() {
+        run(&file, s, &["-q", "--shard", &format!("{}/2", i + 1)]);
+    }
+    // The first shard holds only client.timeout = 1s: its report says the reference is elsewhere.
+    let html = std::fs::read_to_string(shards[0].join("report.html")).unwrap();
+    assert!(verdict_intro(&html).contains("(client.timeout = 1s: the first point here: the reference point is not among the points of this shard"), "{}", verdict_intro(&html));
+    let merged = tmp.path().join("merged");
+    retrysim().arg("merge").arg("--out").arg(&merged).args(&shards).assert().success();
+    let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    assert!(verdict_intro(&html).contains(from_file), "{}", verdict_intro(&html));
+
+    // Without the key, the first point.
+    let plain = tmp.path().join("plain.toml");
+    std::fs::write(&plain, format!("{EXPERIMENT}\n[sweep]\n\"client.timeout\" = [\"1s\", \"2s\"]\n"))
+        .unwrap();
+    let printed = stdout(retrysim().arg("run").arg(&plain).arg("--out").arg(tmp.path().join("plain")));
+    assert!(
+        verdict_intro(&printed)
+            .contains("(client.timeout = 1s: the first point; another with --reference KEY=VALUE)"),
+        "{}",
+        verdict_intro(&printed)
+    );
+    let manifest = std::fs::read_to_string(tmp.path().join("plain/manifest.json")).unwrap();
+    assert!(!manifest.contains("\"reference\""), "an unused key leaves the manifest as it was");
+}

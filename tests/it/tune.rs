@@ -429,3 +429,45 @@ fn tune_needs_a_tune_section_and_no_sweep() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("`sweep`"));
     assert!(!tmp.path().join("results").exists());
 }
+
+/// One progress bar over the whole search: its count of runs never starts again at a new
+/// stage (coarse design, rounds, confirmation), never passes its length, and ends at the
+/// runs the search made. On a pipe the bar is a line per update (`--progress-interval 0`:
+/// every update), `NAME tune: STAGE: DONE/TOTAL runs, ...`.
+#[test]
+fn tune_shows_one_progress_bar_over_the_whole_search() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("e.toml"), ATTEMPTS).unwrap();
+    let output = retrysim()
+        .current_dir(tmp.path())
+        .args(["tune", "e.toml", "--out", "out", "--threads", "2", "--progress-interval", "0"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let mut updates: Vec<(String, u64, u64)> = Vec::new();
+    for line in stderr.lines() {
+        let Some(rest) = line.strip_prefix("attempts tune: ") else { continue };
+        let (stage, count) = rest.split_once(": ").unwrap();
+        let (done, total) = count.split(" runs").next().unwrap().split_once('/').unwrap();
+        updates.push((stage.to_owned(), done.parse().unwrap(), total.parse().unwrap()));
+    }
+    let mut stages: Vec<&str> = updates.iter().map(|u| u.0.as_str()).collect();
+    stages.dedup();
+    assert!(stages.len() >= 3, "one bar through the stages: {stages:?}");
+    assert_eq!(stages.first(), Some(&"coarse design"));
+    assert_eq!(stages.last(), Some(&"confirmation"));
+    for w in updates.windows(2) {
+        assert!(w[1].1 > w[0].1, "the count started again: {:?} then {:?}", w[0], w[1]);
+    }
+    assert!(updates.iter().all(|u| u.1 <= u.2), "a count past its bar's length");
+    // The summary's run count is where the bar ends.
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let spent: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("search: ")?.split(" runs").next()?.parse().ok())
+        .expect("the summary says how many runs the search made");
+    let last = updates.last().unwrap();
+    assert_eq!(last.2, spent, "the bar's final length");
+    assert!(last.1 + 2 >= spent, "the last update {last:?} is near the end of {spent} runs");
+}

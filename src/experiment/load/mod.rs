@@ -66,6 +66,9 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         );
         return Err(invalid(origin, "sweep", reason));
     };
+    let sweep_keys: Vec<String> = axes.iter().map(|a| a.key.clone()).collect();
+    let reference = reference_point(&first.output.reference, &sweep_keys, &points, origin)
+        .map_err(|e| attribute(e, &sets, &[]))?;
     let tune = tune.map(|raw| TuneSection { raw, base: tree.clone(), origin: origin.to_owned() });
     Ok(Experiment {
         name: first.name.clone(),
@@ -83,7 +86,8 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         runs: first.runs,
         timeseries: first.output.timeseries,
         windows: first.output.windows.keys().cloned().collect(),
-        sweep_keys: axes.iter().map(|a| a.key.clone()).collect(),
+        reference,
+        sweep_keys,
         points,
         skipped,
         tune,
@@ -469,6 +473,97 @@ fn build_point(
     let strategies = spec.strategies.clone();
     let values = values.into_iter().map(value_text).collect();
     Ok(Point { values, spec, strategies, sources })
+}
+
+/// `[output] reference`, checked against the sweep (see [`resolve_reference`]), refused at
+/// `output.reference."KEY"`.
+fn reference_point(
+    reference: &Table,
+    sweep_keys: &[String],
+    points: &[Point],
+    origin: &str,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut pairs = Vec::with_capacity(reference.len());
+    for (key, value) in reference {
+        if matches!(value, Value::Table(_) | Value::Array(_)) {
+            let reason =
+                format!("expected one value of the swept key, such as \"2s\", found a {}", value.type_str());
+            return Err(invalid(origin, &format!("output.reference.\"{key}\""), reason));
+        }
+        pairs.push((key.clone(), value_text(value)));
+    }
+    let values: Vec<&[String]> = points.iter().map(|p| p.values.as_slice()).collect();
+    resolve_reference(sweep_keys, &values, &pairs).map_err(|BadReference { key, reason }| {
+        let at = key.map_or("output.reference".to_owned(), |k| format!("output.reference.\"{k}\""));
+        invalid(origin, &at, reason)
+    })
+}
+
+/// Why [`resolve_reference`] refused a reference point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadReference {
+    /// The key at fault; `None` when every value exists but no point has them all.
+    pub key: Option<String>,
+    pub reason: String,
+}
+
+/// A reference point (the verdict's: `[output] reference` or `--reference`) checked against
+/// the sweep's keys and its points' values (as in the CSV columns): each key swept, each value one of its values (as written, or the same number or
+/// duration), and some point with all of them. Returns the (key, value as in the CSV column)
+/// pairs in the sweep's key order.
+pub fn resolve_reference(
+    sweep_keys: &[String],
+    points: &[&[String]],
+    pairs: &[(String, String)],
+) -> Result<Vec<(String, String)>, BadReference> {
+    let mut found = Vec::with_capacity(pairs.len());
+    for (key, text) in pairs {
+        let Some(k) = sweep_keys.iter().position(|s| s == key) else {
+            let reason = if sweep_keys.is_empty() {
+                "the experiment has no [sweep], so it has one point: there is no reference to choose"
+                    .to_owned()
+            } else {
+                let hint = crate::suggest::closest(key, sweep_keys.iter().map(String::as_str))
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                format!("`{key}` is not a swept key{hint}; the swept keys are: {}", sweep_keys.join(", "))
+            };
+            return Err(BadReference { key: Some(key.clone()), reason });
+        };
+        let mut values: Vec<&str> = Vec::new();
+        for p in points {
+            if !values.contains(&p[k].as_str()) {
+                values.push(&p[k]);
+            }
+        }
+        let Some(value) = values.iter().find(|v| same_value(v, text)) else {
+            let reason = format!("{text} is not one of the swept values of `{key}`: {}", values.join(", "));
+            return Err(BadReference { key: Some(key.clone()), reason });
+        };
+        found.push((k, key.clone(), value.to_string()));
+    }
+    found.sort_by_key(|f| f.0);
+    if !points.iter().any(|p| found.iter().all(|(k, _, v)| p[*k] == *v)) {
+        let reason = "no sweep point has all these values ([sweep] skip_invalid left it out)".to_owned();
+        return Err(BadReference { key: None, reason });
+    }
+    Ok(found.into_iter().map(|(_, k, v)| (k, v)).collect())
+}
+
+/// Whether two sweep values as CSV cells name the same value: the same text, or the same
+/// number, or the same duration (`4s` and `4000ms`).
+pub fn same_value(a: &str, b: &str) -> bool {
+    a == b || matches!((value_number(a), value_number(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// The number a sweep value (as a CSV cell) stands for, when it is one: a finite number, or
+/// a duration in seconds.
+pub fn value_number(value: &str) -> Option<f64> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .or_else(|| super::Duration::parse(value).ok().map(|d| d.as_ns() as f64 / 1e9))
 }
 
 /// A value as it appears in a CSV cell (a swept value, a tuned key's level): strings without

@@ -320,6 +320,13 @@ pub static OUTPUT: Table = Table {
             "windows of simulated time measured on their own, `NAME = [start, end]` (`[start, end)`): each adds `ops@NAME`, `success_rate@NAME`, `latency_ok_p99_s@NAME` and `server_amplification@NAME` to runs.csv and summary.csv",
         )
         .rules("end <= horizon"),
+        f(
+            "reference",
+            Ty::Keys { lists: false },
+            Value("{}"),
+            "the verdict's reference point, `\"SWEPT KEY\" = value` (e.g. `{ \"client.timeout\" = \"2s\" }`): each strategy is quoted there besides its worst point; the first point when empty; `--reference KEY=VALUE` overrides it",
+        )
+        .rules("each key swept, each value one of its values"),
     ],
 };
 

@@ -201,6 +201,7 @@ max_attempts = 2
 bucket = "500ms"
 timeseries = true
 windows = { deploy = ["1s", "2s"] }
+reference = { "server.concurrency" = 10 }
 [sweep]
 skip_invalid = false
 "server.concurrency" = [8, 10]

@@ -73,7 +73,9 @@ fn ordered_values(set: &ResultSet, k: usize) -> (Vec<String>, Vec<usize>, String
     (names, index, set.sweep_keys[k].clone())
 }
 
-/// One heatmap per (chosen metric, strategy) when exactly two keys are swept.
+/// One heatmap per (chosen metric, strategy) when exactly two keys are swept; strategies
+/// equal in every cell share one, named by the first (`heatmap-METRIC-FIRST`) and titled with
+/// them all (`a = b`).
 pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
     if set.sweep_keys.len() != 2 {
         return Vec::new();
@@ -98,16 +100,25 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
                 scale = Axis::linear(lo, hi);
             }
         }
-        for (s, strategy) in set.strategies.iter().enumerate() {
-            let cells = (0..set.points.len())
+        let cells = |s: usize| -> Vec<(usize, usize, Option<f64>)> {
+            (0..set.points.len())
                 .map(|p| (xi[p], yi[p], set.summary_row(p, s).and_then(|r| r.mean[m])))
-                .collect();
+                .collect()
+        };
+        // Strategies with the same value in every cell get one heatmap, named together.
+        let groups = super::identical_strategies(set.strategies.len(), |s| {
+            let c = cells(s);
+            c.iter().any(|c| c.2.is_some()).then_some(c)
+        });
+        for members in &groups {
+            let strategy = super::named_together(&set.strategies, members);
+            let merged = if members.len() > 1 { super::MERGED_NOTE } else { "" };
             charts.push(Chart {
-                stem: paths::heatmap_chart(name, strategy),
+                stem: paths::heatmap_chart(name, &set.strategies[members[0]]),
                 title: format!("{}: {}", strategy, label(name)),
                 caption: format!(
                     "Mean of {name} over runs for {strategy}, over {} and {}; the colour scale is shared by every \
-                     strategy's heatmap of this metric. Empty cells have no value.",
+                     strategy's heatmap of this metric. Empty cells have no value.{merged}",
                     set.sweep_keys[0], set.sweep_keys[1]
                 ),
                 section: "Heatmaps",
@@ -117,7 +128,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
                     y_names: y_names.clone(),
                     x_title: x_title.clone(),
                     y_title: y_title.clone(),
-                    cells,
+                    cells: cells(members[0]),
                     scale: scale.clone(),
                     metric_title: axis_title(name),
                 }),

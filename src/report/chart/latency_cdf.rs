@@ -49,7 +49,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
     let mut charts = Vec::new();
     for &p in &shown {
         let mut summarised = false;
-        let panels: Vec<CdfPanel> = cols
+        let mut panels: Vec<CdfPanel> = cols
             .iter()
             .map(|&(title, m)| CdfPanel {
                 title: format!("{title} latency of each run"),
@@ -62,20 +62,10 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
                     .collect(),
             })
             .collect();
+        let legend = merge_identical(&mut panels, &set.strategies);
+        let merged = if legend.iter().any(|(_, n)| n.contains(" = ")) { super::MERGED_NOTE } else { "" };
         let values = panels.iter().flat_map(|pn| pn.lines.iter().flat_map(|(_, v)| v.iter().copied()));
         let x = Axis::for_values(values, true, true);
-        let legend = panels
-            .iter()
-            .flat_map(|pn| pn.lines.iter().map(|(s, _)| *s))
-            .fold(Vec::new(), |mut acc: Vec<usize>, s| {
-                if !acc.contains(&s) {
-                    acc.push(s);
-                }
-                acc
-            })
-            .into_iter()
-            .map(|s| (s, set.strategies[s].clone()))
-            .collect();
         let (capped, at) = super::point_notes(set, shown.len(), p, "");
         let summarised = if summarised {
             format!(
@@ -91,7 +81,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
             caption: format!(
                 "Empirical CDF over runs of each run's p99 (and p50) operation latency, per strategy: a point \
                  (x, y) says that a fraction y of the runs had that percentile at or below x. runs.csv holds only \
-                 per-run percentiles, so this is not a per-request latency distribution.{summarised}{capped}"
+                 per-run percentiles, so this is not a per-request latency distribution.{merged}{summarised}{capped}"
             ),
             section: "Latency",
             size: (800, 110 + 340 * panels.len() as u32),
@@ -99,6 +89,27 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
         });
     }
     charts
+}
+
+/// Draws identical strategies once: strategies whose lines are equal in every panel keep the
+/// first of them, which the legend names `a = b`. Returns the legend: the strategies with a
+/// line, in order.
+fn merge_identical(panels: &mut [CdfPanel], names: &[String]) -> Vec<(usize, String)> {
+    let drawn = |s: usize| {
+        let lines: Vec<Option<&Vec<f64>>> =
+            panels.iter().map(|p| p.lines.iter().find(|(l, _)| *l == s).map(|(_, v)| v)).collect();
+        lines.iter().any(Option::is_some).then(|| lines.into_iter().map(|l| l.cloned()).collect::<Vec<_>>())
+    };
+    let groups = super::identical_strategies(names.len(), drawn);
+    let hidden: Vec<usize> = groups.iter().flat_map(|m| m[1..].iter().copied()).collect();
+    for p in panels.iter_mut() {
+        p.lines.retain(|(s, _)| !hidden.contains(s));
+    }
+    groups
+        .iter()
+        .filter(|m| panels.iter().any(|p| p.lines.iter().any(|(s, _)| *s == m[0])))
+        .map(|m| (m[0], super::named_together(names, m)))
+        .collect()
 }
 
 impl LatencyChart {

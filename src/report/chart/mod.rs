@@ -146,6 +146,31 @@ pub fn never_recovered(set: &ResultSet, point: usize, strategy: usize) -> Option
     set.never_recovered(point, strategy).filter(|&(never, _)| never > 0)
 }
 
+/// Strategies (`0..n`) grouped by what a chart would draw for them: those whose `drawn` is
+/// `Some` and equal form one group, drawn once and named together ([`named_together`]);
+/// those with nothing drawn (`None`) stay alone. Groups in order of their first member,
+/// members in strategy order.
+pub fn identical_strategies<T: PartialEq>(n: usize, drawn: impl Fn(usize) -> Option<T>) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Option<T>, Vec<usize>)> = Vec::new();
+    for s in 0..n {
+        let d = drawn(s);
+        match groups.iter_mut().find(|(g, _)| g.is_some() && *g == d) {
+            Some((_, members)) => members.push(s),
+            None => groups.push((d, vec![s])),
+        }
+    }
+    groups.into_iter().map(|(_, m)| m).collect()
+}
+
+/// The name of a group of identical strategies: `a = b = c`.
+pub fn named_together(names: &[String], members: &[usize]) -> String {
+    members.iter().map(|&s| names[s].as_str()).collect::<Vec<_>>().join(" = ")
+}
+
+/// The caption's sentence when a chart draws identical strategies once.
+pub const MERGED_NOTE: &str =
+    " Strategies with equal values at every point are drawn once, named together (a = b).";
+
 /// DejaVu Sans 2.37 (Bitstream Vera license, `assets/fonts/DejaVuSans-LICENSE.txt`).
 pub(crate) const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 /// The family name the embedded font is registered under.
@@ -270,6 +295,7 @@ pub fn text_width(text: &str, size: f64) -> i32 {
 }
 
 /// One legend entry: a strategy (coloured line and marker) or a plain swatch.
+#[derive(Clone)]
 pub enum LegendEntry {
     /// A strategy by index: its colour and marker.
     Strategy(usize, String),
@@ -277,25 +303,68 @@ pub enum LegendEntry {
     Swatch(RGBAColor, String),
     /// A line of a colour.
     Line(RGBColor, String),
+    /// The rest of the previous entry's text, on the next row (a long name broken to fit).
+    Continued(String),
 }
 
 const LEGEND_FONT: f64 = 16.0;
 const LEGEND_ROW: i32 = 24;
 
-fn entry_width(e: &LegendEntry) -> i32 {
-    let text = match e {
-        LegendEntry::Strategy(_, t) | LegendEntry::Swatch(_, t) | LegendEntry::Line(_, t) => t,
-    };
-    34 + text_width(text, LEGEND_FONT) + 18
+fn entry_text(e: &LegendEntry) -> &str {
+    match e {
+        LegendEntry::Strategy(_, t)
+        | LegendEntry::Swatch(_, t)
+        | LegendEntry::Line(_, t)
+        | LegendEntry::Continued(t) => t,
+    }
 }
 
-/// Rows the legend needs at `width` pixels.
-fn legend_rows(entries: &[LegendEntry], width: i32) -> Vec<Vec<&LegendEntry>> {
-    let mut rows: Vec<Vec<&LegendEntry>> = vec![Vec::new()];
-    let mut x = 0;
+fn entry_width(e: &LegendEntry) -> i32 {
+    34 + text_width(entry_text(e), LEGEND_FONT) + 18
+}
+
+/// The entries with any strategy entry wider than `width` (identical strategies named
+/// together: `a = b = c ...`) broken after an `=` into rows that fit, the rest
+/// [`LegendEntry::Continued`], so that no name runs off the chart.
+fn fitted(entries: &[LegendEntry], width: i32) -> Vec<LegendEntry> {
+    let mut out = Vec::with_capacity(entries.len());
     for e in entries {
-        let w = entry_width(e);
-        if x + w > width && !rows.last().is_some_and(|r| r.is_empty()) {
+        let LegendEntry::Strategy(s, text) = e else {
+            out.push(e.clone());
+            continue;
+        };
+        if entry_width(e) <= width || !text.contains(" = ") {
+            out.push(e.clone());
+            continue;
+        }
+        let names: Vec<&str> = text.split(" = ").collect();
+        let mut chunks: Vec<String> = vec![String::new()];
+        for (i, name) in names.iter().enumerate() {
+            let piece = if i + 1 < names.len() { format!("{name} =") } else { name.to_string() };
+            let current = chunks.last_mut().expect("not empty");
+            let longer = if current.is_empty() { piece.clone() } else { format!("{current} {piece}") };
+            if current.is_empty() || 34 + text_width(&longer, LEGEND_FONT) + 18 <= width {
+                *current = longer;
+            } else {
+                chunks.push(piece);
+            }
+        }
+        let mut chunks = chunks.into_iter();
+        out.push(LegendEntry::Strategy(*s, chunks.next().unwrap_or_default()));
+        out.extend(chunks.map(LegendEntry::Continued));
+    }
+    out
+}
+
+/// Rows the legend needs at `width` pixels (the entries [`fitted`] to it). A continued
+/// entry starts a row of its own.
+fn legend_rows(entries: &[LegendEntry], width: i32) -> Vec<Vec<LegendEntry>> {
+    let mut rows: Vec<Vec<LegendEntry>> = vec![Vec::new()];
+    let mut x = 0;
+    for e in fitted(entries, width) {
+        let w = entry_width(&e);
+        let continued = matches!(e, LegendEntry::Continued(_));
+        if (continued || x + w > width) && !rows.last().is_some_and(|r| r.is_empty()) {
             rows.push(Vec::new());
             x = 0;
         }
@@ -320,7 +389,7 @@ pub fn legend<DB: DrawingBackend>(
     let (w, _) = area.dim_in_pixel();
     let rows = legend_rows(entries, w as i32 - 40);
     for (r, row) in rows.iter().enumerate() {
-        let total: i32 = row.iter().map(|e| entry_width(e)).sum();
+        let total: i32 = row.iter().map(entry_width).sum();
         let mut x = ((w as i32 - total) / 2).max(4);
         let y = r as i32 * LEGEND_ROW + LEGEND_ROW / 2 + 2;
         for e in row {
@@ -343,12 +412,10 @@ pub fn legend<DB: DrawingBackend>(
                     area.draw(&PathElement::new(vec![(x, y), (x + 26, y)], c.stroke_width(2)))
                         .map_err(err)?;
                 }
+                LegendEntry::Continued(_) => {}
             }
-            let text = match e {
-                LegendEntry::Strategy(_, t) | LegendEntry::Swatch(_, t) | LegendEntry::Line(_, t) => t,
-            };
             area.draw(&Text::new(
-                text.clone(),
+                entry_text(e).to_owned(),
                 (x + 34, y),
                 font(LEGEND_FONT).pos(plotters::style::text_anchor::Pos::new(
                     plotters::style::text_anchor::HPos::Left,
@@ -368,7 +435,10 @@ pub fn titled<DB: DrawingBackend>(
     title: &str,
 ) -> Result<DrawingArea<DB, Shift>, String> {
     root.fill(&WHITE).map_err(err)?;
-    root.titled(title, font(21.0)).map_err(err)
+    // A title that names a point can be long: smaller type rather than cut off at the edge.
+    let (w, _) = root.dim_in_pixel();
+    let size = (21.0 * (w as f64 - 16.0) / text_width(title, 21.0).max(1) as f64).clamp(12.0, 21.0);
+    root.titled(title, font(size)).map_err(err)
 }
 
 /// A chart's data, by kind.
@@ -539,4 +609,38 @@ pub fn mesh_below<'a, DB: DrawingBackend>(
         .draw()
         .map_err(err)?;
     Ok(chart)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_strategies_are_grouped_and_nothing_drawn_stays_alone() {
+        let drawn = [Some(1), Some(2), Some(1), None, None, Some(2)];
+        assert_eq!(identical_strategies(6, |s| drawn[s]), [vec![0, 2], vec![1, 5], vec![3], vec![4]]);
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        assert_eq!(named_together(&names, &[0, 2]), "a = c");
+    }
+
+    #[test]
+    fn a_long_merged_name_is_broken_after_an_equals_sign_into_rows_that_fit() {
+        let names: Vec<String> = (0..8).map(|i| format!("strategy-number-{i}")).collect();
+        let long = names.join(" = ");
+        let entries = [LegendEntry::Strategy(0, long.clone()), LegendEntry::Strategy(1, "short".into())];
+        let rows = legend_rows(&entries, 760);
+        assert!(rows.len() >= 2, "{} rows", rows.len());
+        for row in &rows {
+            assert!(row.iter().map(entry_width).sum::<i32>() <= 760);
+        }
+        // The rows read as the name: the pieces joined again give it back.
+        let pieces: Vec<&str> = rows.iter().flatten().map(entry_text).collect();
+        assert_eq!(pieces[..pieces.len() - 1].join(" "), long);
+        assert!(
+            matches!(rows[0][0], LegendEntry::Strategy(0, _))
+                && matches!(rows[1][0], LegendEntry::Continued(_))
+        );
+        // A name that fits is left whole.
+        assert_eq!(legend_rows(&entries[1..], 760).len(), 1);
+    }
 }

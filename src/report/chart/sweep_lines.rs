@@ -151,34 +151,24 @@ pub fn gaps(pts: &[LinePoint], grid: &[f64]) -> Vec<bool> {
 /// with nothing drawn keep their own entry. Returns the legend, in strategy order.
 pub fn merge_identical(panels: &mut [Panel], names: &[String]) -> Vec<(usize, String)> {
     type Signature = Vec<(Option<Vec<LinePoint>>, Vec<(f64, u64, u64)>)>;
-    let signature = |panels: &[Panel], s: usize| -> Signature {
-        panels
+    let signature = |s: usize| -> Option<Signature> {
+        let sig: Signature = panels
             .iter()
             .map(|p| {
                 let line = p.lines.iter().find(|(l, _)| *l == s).map(|(_, pts)| pts.clone());
                 let nevers = p.nevers.iter().filter(|n| n.strategy == s).map(|n| (n.x, n.never, n.measured));
                 (line, nevers.collect())
             })
-            .collect()
+            .collect();
+        sig.iter().any(|(l, n)| l.is_some() || !n.is_empty()).then_some(sig)
     };
-    let drawn = |sig: &Signature| sig.iter().any(|(l, n)| l.is_some() || !n.is_empty());
-    let mut groups: Vec<(Signature, Vec<usize>)> = Vec::new();
-    for s in 0..names.len() {
-        let sig = signature(panels, s);
-        match groups.iter_mut().find(|(g, _)| drawn(g) && *g == sig) {
-            Some((_, members)) => members.push(s),
-            None => groups.push((sig, vec![s])),
-        }
-    }
-    let hidden: Vec<usize> = groups.iter().flat_map(|(_, m)| m[1..].iter().copied()).collect();
+    let groups = super::identical_strategies(names.len(), signature);
+    let hidden: Vec<usize> = groups.iter().flat_map(|m| m[1..].iter().copied()).collect();
     for p in panels.iter_mut() {
         p.lines.retain(|(s, _)| !hidden.contains(s));
         p.nevers.retain(|n| !hidden.contains(&n.strategy));
     }
-    groups
-        .into_iter()
-        .map(|(_, m)| (m[0], m.iter().map(|&s| names[s].as_str()).collect::<Vec<_>>().join(" = ")))
-        .collect()
+    groups.iter().map(|m| (m[0], super::named_together(names, m))).collect()
 }
 
 /// The y (or value) axis of a metric through `values` (means and interval ends), each
@@ -234,7 +224,7 @@ fn notes(panels: &[Panel], legend: &[(usize, String)]) -> String {
         out.push_str(" A dotted segment joins two points across sweep values where the line has no value.");
     }
     if legend.iter().any(|(_, n)| n.contains(" = ")) {
-        out.push_str(" Strategies with equal values at every point are drawn once, named together (a = b).");
+        out.push_str(super::MERGED_NOTE);
     }
     out
 }

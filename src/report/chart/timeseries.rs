@@ -135,6 +135,8 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
         if panels.is_empty() {
             continue;
         }
+        let panels = merge_identical(panels);
+        let merged = if panels.iter().any(|pn| pn.name.contains(" = ")) { super::MERGED_NOTE } else { "" };
         let point = &set.points[p];
         let t_end =
             panels.iter().flat_map(|pn| pn.offered.last().map(|l| l.0 + ts.bucket_s)).fold(0.0, f64::max);
@@ -155,7 +157,7 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
             caption: format!(
                 "Mean over runs per {} s bucket: offered calls per second (strategy colour){} against the server's \
                  capacity (dashed{}), successes per second (dark), and requests queued at each bucket's end (lower \
-                 panel). Shaded: each fault window, numbered with its kind (and factor).{capped}",
+                 panel). Shaded: each fault window, numbered with its kind (and factor).{merged}{capped}",
                 stats::sig(ts.bucket_s, 3),
                 if server_calls.is_some() {
                     ", calls that reached the server after every gateway layer (dotted, strategy colour; \
@@ -182,6 +184,25 @@ pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
         });
     }
     charts
+}
+
+/// Draws identical strategies once: panels whose series are all equal are kept as the first,
+/// titled with every strategy it stands for (`a = b`).
+fn merge_identical(panels: Vec<StrategyPanel>) -> Vec<StrategyPanel> {
+    let names: Vec<String> = panels.iter().map(|p| p.name.clone()).collect();
+    let groups = super::identical_strategies(panels.len(), |i| {
+        let p = &panels[i];
+        Some([&p.offered, &p.server_calls, &p.successes, &p.queued])
+    });
+    let mut kept: Vec<Option<StrategyPanel>> = panels.into_iter().map(Some).collect();
+    groups
+        .iter()
+        .filter_map(|m| {
+            let mut first = kept[m[0]].take()?;
+            first.name = super::named_together(&names, m);
+            Some(first)
+        })
+        .collect()
 }
 
 impl TimeseriesChart {

@@ -163,7 +163,10 @@ fn the_first_screen_names_the_metastable_cells_and_the_page_shows_what_ran() {
                  document.body.setAttribute('data-verdict', Math.round(v.top) + ' ' + Math.round(v.bottom)); \
                  document.body.setAttribute('data-first-screen', Array.from(document.querySelectorAll('#verdict li')) \
                  .filter(li => li.getBoundingClientRect().bottom <= 900).map(li => li.textContent).join(' | ')); \
-                 document.body.setAttribute('data-experiment', e.textContent.replace(/\"/g, \"'\"));</script></body>";
+                 document.body.setAttribute('data-experiment', e.textContent.replace(/\"/g, \"'\")); \
+                 const first = document.querySelector('#summary td'); \
+                 document.body.setAttribute('data-frozen', getComputedStyle(first).position + ' ' + \
+                 getComputedStyle(first.closest('.scroll')).overflowX);</script></body>";
     let probed = out.join("probed.html");
     std::fs::write(&probed, html.replace("</body>", probe)).unwrap();
     let (dom, stderr) = run_chromium(&["--window-size=1200,900".into(), "--dump-dom".into(), url(&probed)]);
@@ -183,6 +186,9 @@ fn the_first_screen_names_the_metastable_cells_and_the_page_shows_what_ran() {
     );
     assert!(first_screen.contains("no-retries: "), "{first_screen}");
 
+    // Wide tables scroll sideways inside their frame, their first column frozen.
+    assert_eq!(attr("data-frozen"), "sticky auto");
+
     // The experiment section: the command line, the change, and the experiment as run.
     let experiment = attr("data-experiment");
     assert!(experiment.contains("--set client.max_attempts=4"), "{experiment}");
@@ -192,4 +198,80 @@ fn the_first_screen_names_the_metastable_cells_and_the_page_shows_what_ran() {
 
     // A screenshot of the first screen is not blank.
     screenshot(&report, (1200, 900), &tmp.path().join("first-screen.png"));
+
+    // The recovery charts draw a never-marker (a ring in the strategy's colour, rendered with
+    // a size) for each cell whose runs did not all recover: immediate's four metastable
+    // cells here, per runs.csv, and none for no-retries.
+    let mut reader = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let (s, rec, meta) = (col("strategy"), col("recovery_time_s"), col("metastable"));
+    let (d, t) = (col("server.faults[0].duration"), col("client.timeout"));
+    let mut never_cells = std::collections::BTreeSet::new();
+    for r in reader.records() {
+        let r = r.unwrap();
+        if r[rec].is_empty() && !r[meta].is_empty() {
+            never_cells.insert((r[s].to_string(), r[d].to_string(), r[t].to_string()));
+        }
+    }
+    let immediate: Vec<(String, String)> =
+        never_cells.iter().filter(|c| c.0 == "immediate").map(|c| (c.1.clone(), c.2.clone())).collect();
+    let mut storm_cells = expected.clone();
+    storm_cells.sort();
+    assert_eq!(immediate, storm_cells, "never-recovered cells are the metastable ones");
+    assert_eq!(never_cells.len(), expected.len(), "no-retries always recovers: {never_cells:?}");
+    let probe = "<script>document.body.setAttribute('data-never', Array.from(document.querySelectorAll(\
+                 'figure[id^=\"chart-recovery_time_s-vs-\"]')).map(f => f.id + '=' + Array.from(f.querySelectorAll(\
+                 'circle[r=\"8\"][fill=\"none\"]')).filter(c => { const b = c.getBoundingClientRect(); \
+                 return b.width > 0 && b.height > 0; }).map(c => c.getAttribute('stroke')).join(',')).join(' '));</script></body>";
+    std::fs::write(&probed, html.replace("</body>", probe)).unwrap();
+    let (dom, _) = run_chromium(&["--window-size=1200,900".into(), "--dump-dom".into(), url(&probed)]);
+    let never = dom.split("data-never=\"").nth(1).and_then(|v| v.split('"').next()).expect("the probe ran");
+    let colour = |s: usize| {
+        let c = retrysim::report::chart::strategy_color(s);
+        format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+    };
+    let charts: Vec<&str> = never.split(' ').collect();
+    assert_eq!(charts.len(), 2, "one recovery chart per swept key: {never}");
+    for chart in charts {
+        let (id, rings) = chart.rsplit_once('=').unwrap();
+        let rings: Vec<&str> = rings.split(',').filter(|r| !r.is_empty()).collect();
+        // Each metastable cell is one position in one panel of either chart.
+        assert_eq!(rings.len(), expected.len(), "{id}: {rings:?}");
+        assert!(rings.iter().all(|r| *r == colour(0)), "{id}: a ring not in immediate's colour: {rings:?}");
+    }
+
+    // A re-run with another sweep into the same folder: the page and charts/ hold only the
+    // new run's charts, none of the two-key sweep's (its heatmaps, its per-point charts).
+    let rerun = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("run")
+        .arg(&file)
+        .args([
+            "--quiet",
+            "--threads",
+            "2",
+            "--set",
+            "sweep={ \"client.timeout\" = [\"300ms\", \"2s\"] }",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    let files: std::collections::BTreeSet<String> = std::fs::read_dir(out.join("charts"))
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_str()?.strip_suffix(".svg").map(String::from))
+        .collect();
+    assert!(
+        files.iter().all(|f| !f.contains("server.faults") && !f.starts_with("heatmap-")),
+        "stale: {files:?}"
+    );
+    let (dom, stderr) = run_chromium(&["--window-size=1200,900".into(), "--dump-dom".into(), url(&report)]);
+    assert!(console_lines(&stderr).is_empty(), "console messages:\n{}", console_lines(&stderr).join("\n"));
+    let shown: std::collections::BTreeSet<String> = dom
+        .split("<figure id=\"chart-")
+        .skip(1)
+        .map(|f| f.split('"').next().unwrap().replace("&amp;", "&"))
+        .collect();
+    assert_eq!(shown, files, "the page shows exactly the charts in charts/");
 }
