@@ -101,11 +101,16 @@ fn ranking_metric(set: &ResultSet) -> Option<usize> {
 
 /// One headline metric of one (point, strategy) in words: `success 0.198`, `p99 6.01 s`,
 /// `never recovered (20 of 20 runs)`, `metastable in 16 of 20 runs`. `None` when the cell
-/// has nothing to say about it.
+/// has nothing to say about it (recovery and metastability where the point has no fault).
 fn headline(set: &ResultSet, point: usize, strategy: usize, metric: &str) -> Option<String> {
     let m = set.metric_index(metric)?;
     let mean = set.summary_row(point, strategy)?.mean[m];
+    // Without a fault window there is nothing to recover from: "recovery 0 s, not metastable"
+    // beside a success rate of 0 (errors all along) would read as a healthy service.
+    let faultless = set.points[point].faults.is_empty();
     match metric {
+        "recovery_time_s" if faultless && mean == Some(0.0) => None,
+        "metastable" if faultless && set.metastable_runs(point, strategy)?.0 == 0 => None,
         "recovery_time_s" => match (mean, set.never_recovered(point, strategy)) {
             (None, Some((k, n))) if k > 0 => Some(format!("never recovered ({k} of {n} runs)")),
             (Some(v), Some((k, n))) if k > 0 => {
