@@ -21,6 +21,7 @@ mod memory;
 mod no_alloc;
 mod queue_equivalence;
 mod queueing_theory;
+mod rate_limiters;
 mod readme;
 mod recovery;
 mod report;
