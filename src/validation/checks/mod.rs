@@ -15,12 +15,14 @@
 //! | `controls.rs` | retries and their controls: independent failures, backoff laws, budgets, the breaker, layers, the storm |
 //! | [`aws`] (`aws.rs`) | the AWS 2015 study, against its simulator's numbers and its claims |
 //! | [`brooker`] (`brooker.rs`) | Brooker's retry_sim `run_sims`, against its outputs over independent seeds |
+//! | [`rate_limits`] (`rate_limits.rs`) | the server's rate limiters: admitted rate under overload, the fixed window's boundary herd |
 
 pub mod aws;
 pub mod brooker;
 mod controls;
 mod parameters;
 mod queueing;
+pub mod rate_limits;
 
 use crate::experiment::Experiment;
 use crate::sweep::Results;
@@ -197,6 +199,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: brooker::METHOD,
         series: false,
         evaluate: brooker::evaluate,
+    },
+    CheckDef {
+        id: "rate-limiters",
+        title: "Server rate limiters: admitted rate and the fixed window's herd",
+        method: rate_limits::METHOD,
+        series: true,
+        evaluate: rate_limits::evaluate,
     },
 ];
 
