@@ -7,8 +7,8 @@ use crate::model::server::ServerParams;
 use crate::model::server::idempotency::{Release, StoreParams, WhileInProgress};
 use crate::model::server::overload::OverloadParams;
 use crate::model::server::rate_limit::{
-    self as rl, LimiterParams, RateLimitParams, fixed_window, gcra, leaky_bucket, sliding_log, sliding_window,
-    token_bucket,
+    self as rl, LimiterParams, RateLimitParams, fixed_window, gcra, leaky_bucket, sliding_log,
+    sliding_window, token_bucket,
 };
 
 pub fn server(spec: &QueueServerSpec) -> ServerParams {
@@ -59,7 +59,8 @@ fn rate_limit(spec: &RateLimitSpec) -> RateLimitParams {
             (LimiterParams::LeakyBucket(p), status, retry_after)
         }
         RateLimitSpec::FixedWindow { limit, window, max_wait, status, retry_after } => {
-            let p = fixed_window::FixedWindowParams { limit, window: window.span(), max_wait: max_wait.span() };
+            let p =
+                fixed_window::FixedWindowParams { limit, window: window.span(), max_wait: max_wait.span() };
             (LimiterParams::FixedWindow(p), status, retry_after)
         }
         RateLimitSpec::SlidingWindow { limit, window, segments, status, retry_after } => {

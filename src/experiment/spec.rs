@@ -235,7 +235,13 @@ pub enum RateLimitSpec {
     /// nginx `limit_req`.
     LeakyBucket { rate: f64, burst: u32, nodelay: bool, status: u16, retry_after: RetryAfterFormat },
     /// resilience4j `AtomicRateLimiter`.
-    FixedWindow { limit: u32, window: Duration, max_wait: Duration, status: u16, retry_after: RetryAfterFormat },
+    FixedWindow {
+        limit: u32,
+        window: Duration,
+        max_wait: Duration,
+        status: u16,
+        retry_after: RetryAfterFormat,
+    },
     /// .NET `SlidingWindowRateLimiter`.
     SlidingWindow { limit: u32, window: Duration, segments: u32, status: u16, retry_after: RetryAfterFormat },
     /// A log of admission times.

@@ -476,9 +476,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             Arrival::Queued => self.accepted(now, true),
             Arrival::Parked => self.accepted(now, false),
             Arrival::Replayed(o) => self.replayed(req, o, s),
-            Arrival::Delayed(wait) => {
-                s.schedule_in(wait, Ev::released(req.op, req.attempt, req.gives_up_at))
-            }
+            Arrival::Delayed(wait) => s.schedule_in(wait, Ev::released(req.op, req.attempt, req.gives_up_at)),
         }
     }
 

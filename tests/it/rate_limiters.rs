@@ -97,7 +97,10 @@ fn every_kinds_exact_retry_after_points_at_its_next_admission() {
 fn nginx_delays_the_burst_at_the_server_and_refuses_beyond_it_with_503() {
     // overload-and-topology.md §2.4: rate 1r/s, burst 5, 7 requests at once: #1 passes,
     // #2-#6 wait 1-5 s at the server, #7 is refused with 503.
-    let seven = [("workload.clients", "7"), ("server.rate_limit", "{ kind = \"leaky-bucket\", rate = 1.0, burst = 5 }")];
+    let seven = [
+        ("workload.clients", "7"),
+        ("server.rate_limit", "{ kind = \"leaky-bucket\", rate = 1.0, burst = 5 }"),
+    ];
     let m = run(&seven);
     assert_eq!((m.server_calls, m.succeeded, m.applied), (7, 6, 6));
     // Served 10 ms after their release at 0, 1, ..., 5 s.
@@ -110,7 +113,10 @@ fn nginx_delays_the_burst_at_the_server_and_refuses_beyond_it_with_503() {
     let m = run(&[seven[0], seven[1], ("client.max_attempts", "2"), ("client.retry_on", "[429]")]);
     assert_eq!(m.failed_by[FailReason::NonRetryable as usize], 1);
     // With nodelay the six pass at once.
-    let m = run(&[seven[0], ("server.rate_limit", "{ kind = \"leaky-bucket\", rate = 1.0, burst = 5, nodelay = true }")]);
+    let m = run(&[
+        seven[0],
+        ("server.rate_limit", "{ kind = \"leaky-bucket\", rate = 1.0, burst = 5, nodelay = true }"),
+    ]);
     assert_eq!((m.succeeded, m.latency_max_s), (6, 0.01));
 }
 
@@ -132,7 +138,10 @@ fn a_fixed_windows_exact_retry_after_brings_the_refused_back_at_the_boundary() {
     // is sent to the next window's first nanosecond; 2 get in, the rest go to the next.
     let set = [
         ("workload.clients", "10"),
-        ("server.rate_limit", "{ kind = \"fixed-window\", limit = 2, window = \"1s\", retry_after = \"exact\" }"),
+        (
+            "server.rate_limit",
+            "{ kind = \"fixed-window\", limit = 2, window = \"1s\", retry_after = \"exact\" }",
+        ),
         ("client.max_attempts", "10"),
         ("client.honor_retry_after", "true"),
     ];
@@ -141,7 +150,11 @@ fn a_fixed_windows_exact_retry_after_brings_the_refused_back_at_the_boundary() {
     assert_eq!(m.latency_max_s, 4.01);
     let calls = server_calls(&m);
     let herd: Vec<(usize, u64)> = calls.iter().copied().enumerate().filter(|&(_, c)| c > 0).collect();
-    assert_eq!(herd, [(0, 10), (100, 8), (200, 6), (300, 4), (400, 2)], "every return in the boundary's 10 ms");
+    assert_eq!(
+        herd,
+        [(0, 10), (100, 8), (200, 6), (300, 4), (400, 2)],
+        "every return in the boundary's 10 ms"
+    );
     // Envoy's U(v, 1.5 v) spreads each return over half a window: no 10 ms bucket after the
     // first holds more than a few, in any of 20 runs (8 uniform returns over 500 ms, 50
     // buckets: 4 or more in one bucket has probability below 1e-3 per run).

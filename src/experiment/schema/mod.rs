@@ -664,7 +664,8 @@ const fn refusal_status(default: &'static str) -> Field {
     f("status", STATUS, Value(default), "the status a refused request is answered with")
 }
 
-const LIMIT: Field = f("limit", Ty::Int { min: 1, max: 10_000_000 }, Required, "requests admitted per window");
+const LIMIT: Field =
+    f("limit", Ty::Int { min: 1, max: 10_000_000 }, Required, "requests admitted per window");
 const WINDOW: Field = f("window", Ty::Duration, Required, "the window")
     .range(POSITIVE)
     .message("must be > 0: the window the limit counts over, e.g. \"1s\"");

@@ -50,11 +50,18 @@ pub(super) fn evaluate(exp: &Experiment, results: &Results, _: &Path) -> Result<
         let q = queue_server(spec)?;
         let limiter = q.rate_limit.as_ref().ok_or("this check needs server.rate_limit")?;
         let (arrivals_per_s, window_s) = open_workload(spec)?;
-        require(arrivals_per_s > 2.0 * limiter.rate_per_s(), || "this check needs arrivals at twice the limit or more".into())?;
-        require(point.strategies.len() == 2, || "this check needs the strategies `once` and `one exact retry`".into())?;
+        require(arrivals_per_s > 2.0 * limiter.rate_per_s(), || {
+            "this check needs arrivals at twice the limit or more".into()
+        })?;
+        require(point.strategies.len() == 2, || {
+            "this check needs the strategies `once` and `one exact retry`".into()
+        })?;
         let admitted = per_run(results, p, 0, |m| m.succeeded as f64 / window_s);
         rows.push(Row::value(
-            format!("{}: admitted per second of arrivals, (allowance + rate x window) / window", point.values.join(" ")),
+            format!(
+                "{}: admitted per second of arrivals, (allowance + rate x window) / window",
+                point.values.join(" ")
+            ),
             Unit::PER_S,
             expected_admitted(limiter, window_s) / window_s,
             0.0,

@@ -125,13 +125,8 @@ mod tests {
         ];
         for (i, (at, qty, remaining, reset, retry, limited)) in cases.into_iter().enumerate() {
             let got = r.decide(t(start + at * MS), qty);
-            let want = Throttle {
-                limited,
-                limit: 5,
-                remaining,
-                reset_after: ms(reset),
-                retry_after: retry.map(ms),
-            };
+            let want =
+                Throttle { limited, limit: 5, remaining, reset_after: ms(reset), retry_after: retry.map(ms) };
             assert_eq!(got, want, "case {i}");
         }
     }

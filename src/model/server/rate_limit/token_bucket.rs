@@ -116,7 +116,10 @@ mod tests {
     }
 
     fn envoy(fill_interval: Span, tokens_per_fill: u32, burst: f64) -> TokenBucket {
-        TokenBucket::new(&TokenBucketParams { refill: Refill::Discrete { fill_interval, tokens_per_fill }, burst })
+        TokenBucket::new(&TokenBucketParams {
+            refill: Refill::Discrete { fill_interval, tokens_per_fill },
+            burst,
+        })
     }
 
     #[test]
