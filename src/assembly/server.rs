@@ -2,11 +2,14 @@
 
 use super::dist::dist;
 use super::faults::{background_error, fault};
-use crate::experiment::{InProgress, LockRelease, QueueServerSpec, RetryAfterFormat};
+use crate::experiment::{InProgress, LockRelease, QueueServerSpec, RateLimitSpec, RetryAfterFormat};
 use crate::model::server::ServerParams;
 use crate::model::server::idempotency::{Release, StoreParams, WhileInProgress};
 use crate::model::server::overload::OverloadParams;
-use crate::model::server::rate_limit::RateLimitParams;
+use crate::model::server::rate_limit::{
+    self as rl, LimiterParams, RateLimitParams, fixed_window, gcra, leaky_bucket, sliding_log,
+    sliding_window, token_bucket,
+};
 
 pub fn server(spec: &QueueServerSpec) -> ServerParams {
     ServerParams {
@@ -18,11 +21,7 @@ pub fn server(spec: &QueueServerSpec) -> ServerParams {
         drop_expired: spec.drop_expired,
         faults: spec.faults.iter().map(fault).collect(),
         errors: spec.errors.iter().map(background_error).collect(),
-        rate_limit: spec.rate_limit.as_ref().map(|r| RateLimitParams {
-            rate_per_s: r.rate,
-            burst: r.burst,
-            retry_after_whole_seconds: r.retry_after == RetryAfterFormat::Seconds,
-        }),
+        rate_limit: spec.rate_limit.as_ref().map(rate_limit),
         idempotency: spec.idempotency.as_ref().map(|i| StoreParams {
             ttl: i.ttl.span(),
             on_in_progress: match i.on_in_progress {
@@ -38,4 +37,49 @@ pub fn server(spec: &QueueServerSpec) -> ServerParams {
         }),
         overload: spec.overload.as_ref().map(|o| OverloadParams { alpha: o.alpha, knee: o.knee }),
     }
+}
+
+/// `[server.rate_limit]` of any kind.
+fn rate_limit(spec: &RateLimitSpec) -> RateLimitParams {
+    let (limiter, status, retry_after) = match *spec {
+        RateLimitSpec::TokenBucket { rate, burst, fill_interval, tokens_per_fill, status, retry_after } => {
+            let refill = match (rate, fill_interval) {
+                (Some(rate_per_s), _) => token_bucket::Refill::Continuous { rate_per_s },
+                (None, Some(fill)) => token_bucket::Refill::Discrete {
+                    fill_interval: fill.span(),
+                    tokens_per_fill: tokens_per_fill.unwrap_or(1),
+                },
+                (None, None) => unreachable!("validation requires rate or fill_interval"),
+            };
+            let p = token_bucket::TokenBucketParams { refill, burst };
+            (LimiterParams::TokenBucket(p), status, retry_after)
+        }
+        RateLimitSpec::LeakyBucket { rate, burst, nodelay, status, retry_after } => {
+            let p = leaky_bucket::LeakyBucketParams { rate_per_s: rate, burst, nodelay };
+            (LimiterParams::LeakyBucket(p), status, retry_after)
+        }
+        RateLimitSpec::FixedWindow { limit, window, max_wait, status, retry_after } => {
+            let p =
+                fixed_window::FixedWindowParams { limit, window: window.span(), max_wait: max_wait.span() };
+            (LimiterParams::FixedWindow(p), status, retry_after)
+        }
+        RateLimitSpec::SlidingWindow { limit, window, segments, status, retry_after } => {
+            let p = sliding_window::SlidingWindowParams { limit, window: window.span(), segments };
+            (LimiterParams::SlidingWindow(p), status, retry_after)
+        }
+        RateLimitSpec::SlidingLog { limit, window, status, retry_after } => {
+            let p = sliding_log::SlidingLogParams { limit, window: window.span() };
+            (LimiterParams::SlidingLog(p), status, retry_after)
+        }
+        RateLimitSpec::Gcra { max_burst, count, period, status, retry_after } => {
+            let p = gcra::GcraParams { max_burst, count, period: period.span() };
+            (LimiterParams::Gcra(p), status, retry_after)
+        }
+    };
+    let retry_after = match retry_after {
+        RetryAfterFormat::Seconds => rl::RetryAfterFormat::Seconds,
+        RetryAfterFormat::Exact => rl::RetryAfterFormat::Exact,
+        RetryAfterFormat::None => rl::RetryAfterFormat::None,
+    };
+    RateLimitParams { limiter, status, retry_after }
 }

@@ -157,7 +157,7 @@ pub fn of(point: &Point) -> Option<Capacity> {
         capacity_rps: nominal,
         full_load_rps: (full < nominal).then_some(full),
         utilisation: ratio(offered_rps, nominal),
-        rate_limit_rps: q.rate_limit.as_ref().map(|r| r.rate),
+        rate_limit_rps: q.rate_limit.as_ref().map(|r| r.rate_per_s()),
         windows,
         queue: q.queue,
         queue_s: q.queue.map(|n| ratio(n as f64, nominal)),
@@ -285,7 +285,7 @@ pub fn backlog_peak(point: &Point, q: &QueueServerSpec, p: &PolicySpec) -> f64 {
         let storm = timeout.is_some_and(|to| c <= 0.0 || backlog / c > to);
         let mut arrivals = rate_at(spec, t) * if storm { attempts } else { 1.0 };
         if let Some(r) = &q.rate_limit {
-            arrivals = arrivals.min(r.rate);
+            arrivals = arrivals.min(r.rate_per_s());
         }
         if outage {
             // Answered at once: nothing joins the queue, the workers keep draining it.

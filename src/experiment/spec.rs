@@ -232,16 +232,59 @@ pub enum NamedFailure {
     ConnectionError,
 }
 
-/// `[server.rate_limit]`: a token bucket in front of the server answering 429.
+/// `[server.rate_limit]`: the rate limiter in front of the server, by `kind` (the default
+/// kind is `token-bucket`).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RateLimitSpec {
-    /// Tokens per second.
-    pub rate: f64,
-    /// Bucket size.
-    pub burst: f64,
-    /// How the 429's Retry-After is given.
-    pub retry_after: RetryAfterFormat,
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum RateLimitSpec {
+    /// A token bucket: continuous refill at `rate`, or Envoy's discrete `fill_interval`.
+    TokenBucket {
+        /// Tokens per second (continuous refill); `None` with `fill_interval`.
+        rate: Option<f64>,
+        /// Bucket size.
+        burst: f64,
+        /// Envoy: add `tokens_per_fill` tokens every `fill_interval`.
+        fill_interval: Option<Duration>,
+        tokens_per_fill: Option<u32>,
+        status: u16,
+        /// How the refusal's Retry-After is given.
+        retry_after: RetryAfterFormat,
+    },
+    /// nginx `limit_req`.
+    LeakyBucket { rate: f64, burst: u32, nodelay: bool, status: u16, retry_after: RetryAfterFormat },
+    /// resilience4j `AtomicRateLimiter`.
+    FixedWindow {
+        limit: u32,
+        window: Duration,
+        max_wait: Duration,
+        status: u16,
+        retry_after: RetryAfterFormat,
+    },
+    /// .NET `SlidingWindowRateLimiter`.
+    SlidingWindow { limit: u32, window: Duration, segments: u32, status: u16, retry_after: RetryAfterFormat },
+    /// A log of admission times.
+    SlidingLog { limit: u32, window: Duration, status: u16, retry_after: RetryAfterFormat },
+    /// redis-cell's GCRA.
+    Gcra { max_burst: u32, count: u32, period: Duration, status: u16, retry_after: RetryAfterFormat },
+}
+
+impl RateLimitSpec {
+    /// The most requests per second it lets through in the long run.
+    pub fn rate_per_s(&self) -> f64 {
+        let per = |n: f64, d: &Duration| n / d.span().as_secs_f64();
+        match self {
+            RateLimitSpec::TokenBucket { rate: Some(r), .. } => *r,
+            RateLimitSpec::TokenBucket { fill_interval, tokens_per_fill, .. } => per(
+                f64::from(tokens_per_fill.unwrap_or(1)),
+                fill_interval.as_ref().expect("validation: rate or fill_interval"),
+            ),
+            RateLimitSpec::LeakyBucket { rate, .. } => *rate,
+            RateLimitSpec::FixedWindow { limit, window, .. }
+            | RateLimitSpec::SlidingWindow { limit, window, .. }
+            | RateLimitSpec::SlidingLog { limit, window, .. } => per(f64::from(*limit), window),
+            RateLimitSpec::Gcra { count, period, .. } => per(f64::from(*count), period),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -249,8 +292,10 @@ pub struct RateLimitSpec {
 pub enum RetryAfterFormat {
     /// Whole seconds, rounded up, as HTTP's `Retry-After: <delay-seconds>`.
     Seconds,
-    /// The exact time until a token is free.
+    /// The exact time until the request would be admitted.
     Exact,
+    /// No Retry-After.
+    None,
 }
 
 /// `[server.idempotency]`: the dedup store for idempotency keys.

@@ -87,8 +87,12 @@ impl Clients {
     ) -> Clients {
         let with_extra =
             with_extra || matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::GrpcPushback);
-        // Streams nobody reads are not made.
-        let jitter_root = policy.backoff.is_random().then(|| derive(run_seed, Stream::Jitter as u64));
+        // Streams nobody reads are not made. Envoy's reading of Retry-After draws from the
+        // jitter stream too (`U(v, 1.5 v)`), whatever the backoff.
+        let envoy_jitter = policy.retry_after.honor
+            && matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::Envoy { .. });
+        let jitter_root =
+            (policy.backoff.is_random() || envoy_jitter).then(|| derive(run_seed, Stream::Jitter as u64));
         let (remaining, think, capacity) = match *workload {
             Workload::Closed { clients, ops_per_client, think, .. } => {
                 (vec![ops_per_client; clients as usize], think, clients as usize)

@@ -4,7 +4,8 @@
 //! hop -> `Arrive` (the server's admission pipeline answers it at once, queues it, or starts
 //! it) -> `Done` (worker) -> response hop -> `Answer` (client); a `Timeout` races the answer.
 //! A hop of zero latency is delivered at once, without an event. A request parked on its
-//! idempotency key is answered when the request executing the key is `Done`.
+//! idempotency key is answered when the request executing the key is `Done`. A request the
+//! rate limiter holds (nginx's delay, a reserved permit) goes on at its `Released` event.
 //!
 //! With a connection pool ([`super::connections`], DESIGN §4.7), the request hop waits for a
 //! connection: a `Send` asks the pool, and the request leaves when a connection is granted, at
@@ -79,6 +80,8 @@ pub enum Kind {
     Connected,
     /// Attempt `b` of operation `a` has waited the pool's `max_wait` for a connection.
     PoolWait,
+    /// The rate limiter lets attempt `b` of operation `a` (fields as `Arrive`) go on.
+    Released,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -119,6 +122,10 @@ impl Ev {
     #[inline(always)]
     pub fn arrive(op: u32, attempt: u32, gives_up_at: Instant) -> Ev {
         Ev::of(Kind::Arrive, op, attempt, gives_up_at.as_ns())
+    }
+    #[inline(always)]
+    pub fn released(op: u32, attempt: u32, gives_up_at: Instant) -> Ev {
+        Ev::of(Kind::Released, op, attempt, gives_up_at.as_ns())
     }
     #[inline(always)]
     pub fn done(worker: u32) -> Ev {
@@ -330,9 +337,13 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
     #[inline]
     fn prefetch(&self, next: &Ev) {
         match next.kind {
-            Kind::Send | Kind::Arrive | Kind::Answer | Kind::Timeout | Kind::Connected | Kind::PoolWait => {
-                self.clients.ops.prefetch(next.a)
-            }
+            Kind::Send
+            | Kind::Arrive
+            | Kind::Answer
+            | Kind::Timeout
+            | Kind::Connected
+            | Kind::PoolWait
+            | Kind::Released => self.clients.ops.prefetch(next.a),
             Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
             _ => {}
         }
@@ -375,6 +386,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             }
             Kind::Send => self.send(a, s),
             Kind::Arrive => self.deliver(a, b, Instant::from_ns(c), s),
+            Kind::Released => self.released(a, b, Instant::from_ns(c), s),
             Kind::Done => self.done(a, s),
             Kind::Answer => {
                 let op = a;
@@ -601,7 +613,15 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if !PLAIN && self.keys != KeyMode::None {
             req.key_tag = self.key_tag(req.op);
         }
-        match self.server.arrive::<PLAIN>(req, now) {
+        let arrival = self.server.arrive::<PLAIN>(req, now);
+        self.admitted(req, arrival, s)
+    }
+
+    /// What the admission pipeline did with `req`, recorded and followed up.
+    #[inline(always)]
+    fn admitted<Q: EventQueue<Ev>>(&mut self, req: Request, arrival: Arrival, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
+        match arrival {
             Arrival::Answered(o) => {
                 self.rec.rejected(now);
                 self.respond(req, o, s)
@@ -618,7 +638,27 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             Arrival::Queued => self.accepted(now, true),
             Arrival::Parked => self.accepted(now, false),
             Arrival::Replayed(o) => self.replayed(req, o, s),
+            Arrival::Delayed(wait) => s.schedule_in(wait, Ev::released(req.op, req.attempt, req.gives_up_at)),
         }
+    }
+
+    /// The rate limiter held attempt `attempt` of `op` and now lets it go on: the stages
+    /// after it take it (it was counted as a server call when it arrived; it is counted as
+    /// accepted or rejected now). Out of line: only runs with a delaying rate limiter.
+    #[inline(never)]
+    fn released<Q: EventQueue<Ev>>(
+        &mut self,
+        op: u32,
+        attempt: u32,
+        gives_up_at: Instant,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
+        let mut req = Request::new(op, attempt, gives_up_at);
+        if self.keys != KeyMode::None {
+            req.key_tag = self.key_tag(req.op);
+        }
+        let arrival = self.server.resume(req, s.now());
+        self.admitted(req, arrival, s)
     }
 
     /// The dedup store answered `req` at once with `reply` (out of line, so that the event

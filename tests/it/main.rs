@@ -24,6 +24,7 @@ mod no_alloc;
 mod pool;
 mod queue_equivalence;
 mod queueing_theory;
+mod rate_limiters;
 mod readme;
 mod recovery;
 mod report;

@@ -46,7 +46,13 @@ pub fn reference() -> String {
     }
     section("`[server]` `errors = [...]` entries", "", table(&ERROR));
     section("`[[server.faults]]`", "Each fault is active on `[start, start + duration)`.", variants(&FAULT));
-    section("`[server.rate_limit]`", "", table(&RATE_LIMIT));
+    for v in RATE_LIMIT.variants {
+        section(
+            &format!("`[server.rate_limit]`, `kind = \"{}\"`{}", v.kind, default_note(&RATE_LIMIT, v.kind)),
+            v.doc,
+            rows(v.fields),
+        );
+    }
     section("`[server.idempotency]`", "", table(&IDEMPOTENCY));
     section("`[server.overload]`", "", table(&OVERLOAD));
     section(

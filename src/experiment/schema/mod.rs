@@ -557,9 +557,9 @@ pub static SERVER: Tagged = Tagged {
                 f("faults", Ty::List(&Ty::Tagged(&FAULT)), Value("[]"), "faults, see [[server.faults]]"),
                 f(
                     "rate_limit",
-                    Ty::Table(&RATE_LIMIT),
+                    Ty::Tagged(&RATE_LIMIT),
                     Absent("no rate limit"),
-                    "token bucket answering 429 with Retry-After",
+                    "a rate limiter (token bucket by default) answering 429 with Retry-After, see [server.rate_limit]",
                 ),
                 f(
                     "idempotency",
@@ -666,18 +666,101 @@ pub static FAULT: Tagged = Tagged {
     ],
 };
 
-pub static RATE_LIMIT: Table = Table {
-    partial: false,
-    fields: &[
-        f("rate", Ty::Num, Required, "tokens per second").range(POSITIVE),
-        f("burst", Ty::Num, Value("1.0"), "bucket size (the most requests let through at once)")
-            .range(Range::AtLeast(1.0)),
-        f(
-            "retry_after",
-            Ty::Choice(&["seconds", "exact"]),
-            Value("\"seconds\""),
-            "the 429's Retry-After: whole seconds rounded up, as HTTP sends it, or the exact time until a token",
-        ),
+/// The Retry-After of a refusal, the same for every kind.
+const RETRY_AFTER_FORMAT: Field = f(
+    "retry_after",
+    Ty::Choice(&["seconds", "exact", "none"]),
+    Value("\"seconds\""),
+    "the refusal's Retry-After: the time until a request would be admitted, in whole seconds rounded up (as HTTP sends it), exact (to the millisecond), or none",
+);
+
+/// The status of a refusal; `default` is the kind's documented one.
+const fn refusal_status(default: &'static str) -> Field {
+    f("status", STATUS, Value(default), "the status a refused request is answered with")
+}
+
+const LIMIT: Field =
+    f("limit", Ty::Int { min: 1, max: 10_000_000 }, Required, "requests admitted per window");
+const WINDOW: Field = f("window", Ty::Duration, Required, "the window")
+    .range(POSITIVE)
+    .message("must be > 0: the window the limit counts over, e.g. \"1s\"");
+
+pub static RATE_LIMIT: Tagged = Tagged {
+    tag: "kind",
+    what: "rate limiter kind",
+    default: Some("token-bucket"),
+    variants: &[
+        Variant {
+            kind: "token-bucket",
+            doc: "a bucket of `burst` tokens, full at the start; a request takes one or is refused until the next token; refilled continuously at `rate`, or by Envoy's local rate limit: `tokens_per_fill` every `fill_interval`",
+            fields: &[
+                f("rate", Ty::Num, Absent("none: then fill_interval is required"), "tokens per second, refilled continuously")
+                    .range(POSITIVE)
+                    .rules("exactly one of rate and fill_interval"),
+                f("burst", Ty::Num, Value("1.0"), "bucket size (the most requests let through at once; Envoy's max_tokens)")
+                    .range(Range::AtLeast(1.0)),
+                f("fill_interval", Ty::Duration, Absent("continuous refill at rate"), "Envoy: the bucket gets tokens_per_fill tokens every fill_interval, from the start")
+                    .range(POSITIVE)
+                    .rules(">= 50ms, as Envoy requires"),
+                f("tokens_per_fill", Ty::Int { min: 1, max: u32::MAX as i64 }, Absent("1 (Envoy's default) with fill_interval"), "Envoy: tokens added at each fill")
+                    .rules("only with fill_interval"),
+                refusal_status("429"),
+                RETRY_AFTER_FORMAT,
+            ],
+        },
+        Variant {
+            kind: "leaky-bucket",
+            doc: "nginx limit_req: excess = max(0, excess - rate x ms + 1) in milli-requests; above burst refused, else delayed excess / rate at the server (not with nodelay)",
+            fields: &[
+                f("rate", Ty::Num, Required, "requests per second (kept to the milli-request per second, as nginx)")
+                    .range(Range::AtLeast(0.001))
+                    .message("must be at least 0.001 requests per second (nginx keeps the rate in milli-requests per second), e.g. 10.0"),
+                f("burst", U32, Value("0"), "requests beyond the rate that are delayed (or, with nodelay, let through) instead of refused"),
+                f("nodelay", Ty::Bool, Value("false"), "let the burst through at once instead of delaying it"),
+                refusal_status("503"),
+                RETRY_AFTER_FORMAT,
+            ],
+        },
+        Variant {
+            kind: "fixed-window",
+            doc: "resilience4j AtomicRateLimiter: `limit` per `window`, windows counted from the start, no carry-over; a refusal's wait is the window's end (plus the windows reserved permits use up)",
+            fields: &[
+                LIMIT,
+                WINDOW,
+                f("max_wait", Ty::Duration, Value("\"0s\""), "resilience4j timeoutDuration: a request whose permit comes within max_wait reserves it and is held until then, instead of refused"),
+                refusal_status("429"),
+                RETRY_AFTER_FORMAT,
+            ],
+        },
+        Variant {
+            kind: "sliding-window",
+            doc: ".NET SlidingWindowRateLimiter: `limit` per `window` of `segments` segments; at each segment boundary the permits taken a window earlier come back",
+            fields: &[
+                LIMIT,
+                WINDOW.rules("a whole number of nanoseconds per segment"),
+                f("segments", Ty::Int { min: 1, max: 100_000 }, Required, "segments per window (SegmentsPerWindow)"),
+                refusal_status("429"),
+                RETRY_AFTER_FORMAT,
+            ],
+        },
+        Variant {
+            kind: "sliding-log",
+            doc: "the log of admission times (a Redis sorted set): admitted iff fewer than `limit` in the last `window`; refusals are not logged",
+            fields: &[LIMIT, WINDOW, refusal_status("429"), RETRY_AFTER_FORMAT],
+        },
+        Variant {
+            kind: "gcra",
+            doc: "redis-cell CL.THROTTLE: T = period / count, tau = T x (max_burst + 1); allowed iff now >= max(tat, now) + T - tau",
+            fields: &[
+                f("max_burst", U32, Required, "requests allowed at once beyond the steady rate (the limit is max_burst + 1)"),
+                f("count", Ty::Int { min: 1, max: u32::MAX as i64 }, Required, "requests per period"),
+                f("period", Ty::Duration, Required, "the period count is given over")
+                    .range(POSITIVE)
+                    .message("must be > 0: count requests are allowed per period, e.g. \"1s\""),
+                refusal_status("429"),
+                RETRY_AFTER_FORMAT,
+            ],
+        },
     ],
 };
 

@@ -266,7 +266,21 @@ backoff = { kind = "constant", base = "1ms" }
         .replace("kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n", "kind = \"serial\"\nclients = 3\ngap = { dist = \"exponential\", mean = \"100ms\" }\nduration = \"1s\"\n");
     assert!(serial.contains("kind = \"serial\""), "test bug: the closed workload was not replaced");
     load_str(&serial, "serial.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text = format!("{text}{closed}{constant}{serial}");
+    // Each rate limiter kind (the file above has the default, a token bucket with rate).
+    let mut limiters = String::new();
+    for limiter in [
+        "{ kind = \"token-bucket\", fill_interval = \"100ms\", tokens_per_fill = 2, burst = 5.0, status = 503, retry_after = \"none\" }",
+        "{ kind = \"leaky-bucket\", rate = 10.0, burst = 5, nodelay = true }",
+        "{ kind = \"fixed-window\", limit = 10, window = \"1s\", max_wait = \"100ms\" }",
+        "{ kind = \"sliding-window\", limit = 10, window = \"1s\", segments = 10 }",
+        "{ kind = \"sliding-log\", limit = 10, window = \"1s\" }",
+        "{ kind = \"gcra\", max_burst = 4, count = 1, period = \"1s\" }",
+    ] {
+        let with = constant.replace("[server]\n", &format!("[server]\nrate_limit = {limiter}\n"));
+        load_str(&with, "limiter.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{limiter}: {e}"));
+        limiters.push_str(limiter);
+    }
+    let text = format!("{text}{closed}{constant}{serial}{limiters}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;

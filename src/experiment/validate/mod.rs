@@ -9,8 +9,8 @@ use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
     ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus,
-    InProgress, NamedFailure, PolicySpec, QueueServerSpec, RateChangesSpec, ServerSpec, Strategy,
-    WorkloadSpec,
+    InProgress, NamedFailure, PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec,
+    Strategy, WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 
@@ -173,6 +173,9 @@ fn queue_server(q: &QueueServerSpec) -> Check {
             format!("{} is not allowed: a full queue answers 429 or 503", q.reject_status),
         )?;
     }
+    if let Some(r) = &q.rate_limit {
+        rate_limit(r)?;
+    }
     let total: f64 = q.errors.iter().map(|e| e.probability).sum();
     if total > 1.0 + 1e-12 {
         fail("server.errors", format!("the probabilities add up to {total}, above 1; lower them"))?;
@@ -199,6 +202,47 @@ fn queue_server(q: &QueueServerSpec) -> Check {
         )?;
     }
     Ok(())
+}
+
+/// `[server.rate_limit]`: the keys that depend on each other.
+fn rate_limit(r: &RateLimitSpec) -> Check {
+    match *r {
+        RateLimitSpec::TokenBucket { rate, fill_interval, tokens_per_fill, .. } => {
+            match (rate, fill_interval) {
+                (Some(_), Some(_)) => fail(
+                    "server.rate_limit.fill_interval",
+                    "is given with rate: refill either continuously (rate, tokens per second) or as Envoy does \
+                 (fill_interval and tokens_per_fill); remove one of them",
+                ),
+                (None, None) => fail(
+                    "server.rate_limit.rate",
+                    "is missing: set rate (tokens per second, refilled continuously), or fill_interval \
+                 (Envoy's discrete refill, with tokens_per_fill)",
+                ),
+                (None, Some(fill)) if fill.as_ns() < 50_000_000 => fail(
+                    "server.rate_limit.fill_interval",
+                    format!("{fill} is below 50ms, which Envoy refuses for a token bucket: use 50ms or more"),
+                ),
+                (Some(_), None) if tokens_per_fill.is_some() => fail(
+                    "server.rate_limit.tokens_per_fill",
+                    "only applies with fill_interval (Envoy's discrete refill): remove it, or replace rate by fill_interval",
+                ),
+                _ => Ok(()),
+            }
+        }
+        RateLimitSpec::SlidingWindow { window, segments, .. }
+            if window.as_ns() % u64::from(segments) != 0 =>
+        {
+            fail(
+                "server.rate_limit.segments",
+                format!(
+                    "{segments} segments do not split the window ({window}) into whole nanoseconds: \
+                 use a number of segments that divides it, e.g. 10 for \"1s\""
+                ),
+            )
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The OCC resource models neither lost messages nor client-side timeouts nor controls

@@ -2,7 +2,10 @@
 //! stages in this order, each a small part in its own file:
 //!
 //! 1. [`faults`]: outages and error answers (DESIGN §3.4);
-//! 2. [`rate_limit`]: `[server.rate_limit]`, a token bucket answering 429 with Retry-After;
+//! 2. [`rate_limit`]: `[server.rate_limit]`, one of six rate limiters (token bucket, nginx's
+//!    leaky bucket, fixed window, sliding window, sliding log, GCRA) answering 429 (or its
+//!    kind's status) with Retry-After, or holding a request for a while (nginx's delay, a
+//!    reserved permit) before it goes on to the next stage;
 //! 3. [`idempotency`]: `[server.idempotency]`, the dedup store for idempotency keys: a repeat
 //!    of a finished key is answered from the store, a repeat of a key in progress gets 409 or
 //!    waits;
@@ -12,7 +15,9 @@
 //!    starts.
 //!
 //! A stage lets the request through ([`Admission::Continue`]), answers it at once, parks it,
-//! or drops it without an answer. Adding a stage is a new file, a field in [`Server`] and one
+//! holds it for a while ([`Admission::Delay`]: the model brings it back through
+//! [`Server::resume`], which runs the stages after the rate limit), or drops it without an
+//! answer. Adding a stage is a new file, a field in [`Server`] and one
 //! line in `Server::screen` (the stages between the faults and the workers) or
 //! [`Server::arrive`]; no other stage changes. A stage that is not configured is a `None`, and
 //! the stages between faults and workers are skipped with one check when none is configured.
@@ -142,6 +147,8 @@ pub enum Admission {
     Replay(Reply),
     /// Hold it without the work; it is answered later (a repeat parked on its key).
     Park,
+    /// Hold it this long without the work, then let it through (the rate limiter's delay).
+    Delay(Span),
 }
 
 impl Admission {
@@ -154,6 +161,7 @@ impl Admission {
             Admission::Silence => Some(Arrival::Silenced),
             Admission::Replay(r) => Some(Arrival::Replayed(r)),
             Admission::Park => Some(Arrival::Parked),
+            Admission::Delay(wait) => Some(Arrival::Delayed(wait)),
         }
     }
 }
@@ -175,6 +183,8 @@ pub enum Arrival {
     Started { worker: u32, service: Span },
     /// It waits in the queue.
     Queued,
+    /// The rate limiter holds it this long; then it goes on ([`Server::resume`]).
+    Delayed(Span),
 }
 
 /// The server of one run: its admission stages and its workers.
@@ -292,6 +302,21 @@ impl Server {
         {
             return stop;
         }
+        self.place::<PLAIN>(req, now)
+    }
+
+    /// A request the rate limiter held ([`Arrival::Delayed`]) goes on at `now`, through the
+    /// stages after the rate limit (never plain: a plain server has no rate limit).
+    pub fn resume(&mut self, mut req: Request, now: Instant) -> Arrival {
+        if let Some(stop) = self.screen_store(&mut req, now) {
+            return stop;
+        }
+        self.place::<false>(req, now)
+    }
+
+    /// The last stage: the workers start the request, queue it or reject it.
+    #[inline(always)]
+    fn place<const PLAIN: bool>(&mut self, req: Request, now: Instant) -> Arrival {
         let (capacity, slowdown) = self.conditions::<PLAIN>(now);
         match self.workers.place(req, now, capacity, slowdown) {
             Placed::Started { worker, service } => {
@@ -318,12 +343,13 @@ impl Server {
         {
             return Some(stop);
         }
-        if let Some(store) = &mut self.store
-            && let Some(stop) = store.admit(req, now).stop()
-        {
-            return Some(stop);
-        }
-        None
+        self.screen_store(req, now)
+    }
+
+    /// The dedup store's stage, if there is one.
+    #[inline]
+    fn screen_store(&mut self, req: &mut Request, now: Instant) -> Option<Arrival> {
+        self.store.as_mut()?.admit(req, now).stop()
     }
 
     /// The full queue rejected a request that was to execute `key` with `grant`: it had just

@@ -17,6 +17,7 @@
 //! | [`brooker`] (`brooker.rs`) | Brooker's retry_sim `run_sims`, against its outputs over independent seeds |
 //! | [`brooker_collapse`] (`brooker_collapse.rs`) | Brooker's simple_collapse_sim ramp scenarios, window by window, against its outputs over independent seeds |
 //! | [`osdi`] (`osdi.rs`) | the OSDI '22 retry experiment's four outcomes, through the connection pool |
+//! | [`rate_limits`] (`rate_limits.rs`) | the server's rate limiters: admitted rate under overload, the fixed window's boundary herd |
 
 pub mod aws;
 pub mod brooker;
@@ -25,6 +26,7 @@ mod controls;
 pub mod osdi;
 mod parameters;
 mod queueing;
+pub mod rate_limits;
 
 use crate::experiment::Experiment;
 use crate::sweep::Results;
@@ -215,6 +217,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: osdi::METHOD,
         series: false,
         evaluate: osdi::evaluate,
+    },
+    CheckDef {
+        id: "rate-limiters",
+        title: "Server rate limiters: admitted rate and the fixed window's herd",
+        method: rate_limits::METHOD,
+        series: true,
+        evaluate: rate_limits::evaluate,
     },
 ];
 
