@@ -32,6 +32,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         retry: client::retry_policy(strategy),
         gate: client::gate_params(strategy),
         keys: client::idempotency_keys(strategy),
+        dead_letter: client::dead_letter(strategy),
         layers: strategy.policy.layers.iter().map(gateways::layer_policy).collect(),
         windows: spec
             .output

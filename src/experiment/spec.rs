@@ -317,6 +317,41 @@ pub struct PolicySpec {
     pub breaker: Option<BreakerSpec>,
     pub throttle: Option<ThrottleSpec>,
     pub layers: Vec<LayerSpec>,
+    /// Operations whose tries are used up are dead-lettered instead of failed.
+    pub dead_letter: Option<DeadLetterSpec>,
+    /// The dead-letter queue is sent again later.
+    pub redrive: Option<RedriveSpec>,
+}
+
+/// `dead_letter = { after = N }`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterSpec {
+    /// Tries before an operation is dead-lettered; absent: `max_attempts`.
+    pub after: Option<u32>,
+}
+
+/// `redrive = { at = ... | after = ..., rate = ..., key = ... }`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RedriveSpec {
+    /// The moment the whole queue is re-driven.
+    pub at: Option<Duration>,
+    /// Each item is re-driven this long after it was dead-lettered.
+    pub after: Option<Duration>,
+    /// Items re-driven per second at most; absent: all at once.
+    pub rate: Option<f64>,
+    pub key: RedriveKey,
+}
+
+/// The idempotency key a re-driven item carries.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedriveKey {
+    /// Its own.
+    Same,
+    /// A new one.
+    New,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]

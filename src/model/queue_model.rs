@@ -68,6 +68,8 @@ pub enum Kind {
     LayerSend,
     /// A gateway layer stops waiting for attempt `b` of ticket `a`.
     LayerTimeout,
+    /// The dead-lettered operation `a` is re-driven: it sends its first attempt again.
+    Redrive,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -128,6 +130,10 @@ impl Ev {
     #[inline(always)]
     pub fn layer_timeout(ticket: u32, attempt: u32) -> Ev {
         Ev::of(Kind::LayerTimeout, ticket, attempt, 0)
+    }
+    #[inline(always)]
+    pub fn redrive(op: u32) -> Ev {
+        Ev::of(Kind::Redrive, op, 0, 0)
     }
 }
 
@@ -303,7 +309,9 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
     #[inline]
     fn prefetch(&self, next: &Ev) {
         match next.kind {
-            Kind::Send | Kind::Arrive | Kind::Answer | Kind::Timeout => self.clients.ops.prefetch(next.a),
+            Kind::Send | Kind::Arrive | Kind::Answer | Kind::Timeout | Kind::Redrive => {
+                self.clients.ops.prefetch(next.a)
+            }
             Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
             _ => {}
         }
@@ -361,6 +369,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                 self.clients.ops.release(op);
             }
             Kind::CapacityRestored => self.start_waiting(s),
+            Kind::Redrive => self.redrive(a, s),
             Kind::LayerSend => {
                 self.layer_send(a, s);
                 self.layer_release(a);
@@ -470,11 +479,12 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     }
 
     /// The idempotency key a request of operation `op` carries (only called when keys are
-    /// made).
+    /// made): its own, or a new one per re-drive that asked for one.
     #[cold]
     #[inline(never)]
-    fn key_tag(&self, op: u32) -> KeyTag {
-        KeyTag::new(self.keys, self.clients.ops.id(op))
+    fn key_tag(&mut self, op: u32) -> KeyTag {
+        let redrive = self.clients.redrive_key(op);
+        KeyTag::new(self.keys, self.clients.ops.id(op), redrive)
     }
 
     #[inline]
@@ -493,12 +503,20 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if completion == Completion::Applied {
             let op = self.clients.ops.get(req.op);
             op.executions += 1;
-            self.rec.side_effect(op.executions, now);
-            if op.executions == 1 && op.ended {
-                // An operation that ended in success had its effect already (a success answer
-                // comes from its execution, or from the store that recorded one), so this one
-                // ended in failure: the client gave up before its effect happened.
-                self.rec.failed_but_applied();
+            let (executions, ended) = (op.executions, op.ended);
+            self.rec.side_effect(executions, now);
+            if executions == 1 {
+                if self.clients.dead_lettered::<PLAIN>(req.op) {
+                    // Dead-lettered before its first effect, which came late or from its
+                    // re-drive.
+                    self.rec.dead_lettered_but_applied();
+                } else if ended {
+                    // An operation that ended in success had its effect already (a success
+                    // answer comes from its execution, or from the store that recorded one),
+                    // so this one ended in failure: the client gave up before its effect
+                    // happened.
+                    self.rec.failed_but_applied();
+                }
             }
         }
         if req.gives_up_at < now {
@@ -591,7 +609,21 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         match self.clients.fail::<PLAIN>(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
             AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::send(op)),
             AfterFailure::Ended(next) => self.next_op(next, s),
+            AfterFailure::Redrive { at, next } => {
+                s.schedule_at(at, Ev::redrive(op));
+                self.next_op(next, s)
+            }
         }
+    }
+
+    /// The dead-lettered operation `op` is re-driven: it sends its first attempt again, and
+    /// the slot its re-drive held is let go.
+    #[cold]
+    #[inline(never)]
+    fn redrive<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
+        self.clients.redrive(op, s.now(), &mut self.rec);
+        self.send(op, s);
+        self.clients.ops.release(op);
     }
 
     /// A request from the client went over the network: to the first gateway layer, or to

@@ -14,6 +14,7 @@ mod case_studies;
 mod cli_run;
 mod conservation;
 mod controls;
+mod dead_letter;
 mod determinism;
 mod docs;
 mod layers;

@@ -747,11 +747,62 @@ macro_rules! policy_fields {
             f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "a circuit breaker: an open resilience4j one fails every attempt locally, a retry-ratio one refuses retries (failed_breaker)"),
             f("throttle", Ty::Tagged(&THROTTLE), Absent("no throttling"), "client-side adaptive throttling (failed_throttled)"),
             f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
+            f("dead_letter", Ty::Table(&DEAD_LETTER), Absent("none: an operation whose tries are used up fails (failed_exhausted)"), "a dead-letter queue: an operation whose tries are used up is dead-lettered (dead_lettered) instead of failed")
+                .rules("queue server only"),
+            f("redrive", Ty::Table(&REDRIVE), Absent("none: dead-lettered operations stay"), "send the dead-letter queue again later, each item once, through the same retry policy (redriven, redrive_succeeded)")
+                .rules("needs dead_letter"),
         ]
     };
 }
 
 pub static CLIENT: Table = Table { partial: true, fields: policy_fields!() };
+
+pub static DEAD_LETTER: Table = Table {
+    partial: false,
+    fields: &[f(
+        "after",
+        U32,
+        Absent("max_attempts"),
+        "tries after which an operation is dead-lettered (a batch job's DLQ after 5 tries)",
+    )
+    .range(Range::AtLeast(1.0))
+    .message("must be at least 1 (it counts the first try)")
+    .rules("<= max_attempts")],
+};
+
+pub static REDRIVE: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "at",
+            Ty::Duration,
+            Absent("none"),
+            "re-drive the whole queue at this moment (by a person): what it holds then; later items stay",
+        )
+        .rules("exactly one of at and after"),
+        f(
+            "after",
+            Ty::Duration,
+            Absent("none"),
+            "re-drive each item this long after it was dead-lettered (automatic)",
+        )
+        .rules("exactly one of at and after"),
+        f(
+            "rate",
+            Ty::Num,
+            Absent("all at once"),
+            "items re-driven per second at most, in the order they were dead-lettered",
+        )
+        .range(POSITIVE)
+        .message("must be > 0 items per second; leave it out to re-drive every item at once"),
+        f(
+            "key",
+            Ty::Choice(&["same", "new"]),
+            Value("\"same\""),
+            "the idempotency key a re-driven item carries: its own (the store answers a paid item from its result) or a new one (it executes again)",
+        ),
+    ],
+};
 
 pub static STRATEGY: Table = Table {
     partial: true,

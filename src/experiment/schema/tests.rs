@@ -153,6 +153,13 @@ name = "grpc"
 backoff = { kind = "proportional-jitter", base = "10ms", cap = "1s", multiplier = 1.6, p = 0.2 }
 budget = { kind = "grpc-throttle", max_tokens = 10.0, token_ratio = 0.1 }
 throttle = { kind = "aws-adaptive", scope = "client" }
+dead_letter = { after = 3 }
+redrive = { at = "2s", rate = 5.0, key = "new" }
+[[strategies]]
+name = "dlq-after"
+backoff = { kind = "none" }
+dead_letter = {}
+redrive = { after = "1s" }
 [[strategies]]
 name = "ratio"
 backoff = { kind = "decorrelated-jitter", base = "5ms", cap = "1s" }

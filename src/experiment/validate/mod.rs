@@ -222,6 +222,8 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("breaker", p.breaker.is_some(), "a circuit breaker"),
             ("throttle", p.throttle.is_some(), "client-side throttling"),
             ("layers", !p.layers.is_empty(), "a gateway layer"),
+            ("dead_letter", p.dead_letter.is_some(), "a dead-letter queue"),
+            ("redrive", p.redrive.is_some(), "a re-drive"),
         ];
         for (k, present, what) in unsupported {
             if present {
@@ -291,12 +293,48 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
         }
         backoff(&format!("{lk}.backoff"), &layer.backoff)?;
     }
+    dead_letter(key, p)?;
     if !p.layers.is_empty() && p.idempotency == IdempotencyMode::PerAttempt {
         fail(
             format!("{key}.layers"),
             "with idempotency = \"per-attempt\" is not modelled (which layer would make the new keys?); \
              use \"per-op\" or \"none\" with layers",
         )?;
+    }
+    Ok(())
+}
+
+/// `dead_letter` and `redrive`: the tries must run out, and a re-drive needs a queue and one
+/// moment.
+fn dead_letter(key: &str, p: &PolicySpec) -> Check {
+    if let Some(d) = &p.dead_letter {
+        match (d.after, p.max_attempts) {
+            (Some(after), Some(max)) if after > max => fail(
+                format!("{key}.dead_letter.after"),
+                format!(
+                    "{after} is above max_attempts = {max}: an operation is out of tries after {max}, so it would fail before it is dead-lettered; lower dead_letter.after to at most {max}, or raise max_attempts"
+                ),
+            )?,
+            (None, None) => fail(
+                format!("{key}.dead_letter.after"),
+                "is absent and the attempts are unlimited: no operation would ever be dead-lettered; set dead_letter.after (e.g. 5) or max_attempts",
+            )?,
+            _ => {}
+        }
+    }
+    if let Some(r) = &p.redrive {
+        if p.dead_letter.is_none() {
+            fail(
+                format!("{key}.redrive"),
+                "without a dead-letter queue there is nothing to re-drive: add dead_letter = { after = N }, or remove redrive",
+            )?;
+        }
+        if r.at.is_some() == r.after.is_some() {
+            fail(
+                format!("{key}.redrive"),
+                "needs exactly one of at (the moment the queue is re-driven, e.g. \"2h\") and after (how long after each item was dead-lettered, e.g. \"10m\")",
+            )?;
+        }
     }
     Ok(())
 }
