@@ -121,15 +121,19 @@ pub fn gate_params(s: &Strategy) -> GateParams {
 /// A strategy's dead-letter queue and its re-drive.
 pub fn dead_letter(s: &Strategy) -> Option<DeadLetter> {
     s.policy.dead_letter.as_ref()?;
-    let redrive = s.policy.redrive.as_ref().map(|r| Redrive {
+    Some(DeadLetter { redrive: redrive(s) })
+}
+
+/// A strategy's re-drive of its dead-letter queue.
+pub fn redrive(s: &Strategy) -> Option<Redrive> {
+    s.policy.redrive.as_ref().map(|r| Redrive {
         when: match (r.at, r.after) {
             (Some(at), _) => RedriveWhen::At(Instant::ZERO + at.span()),
             (None, after) => RedriveWhen::After(after.map_or(Span::ZERO, Duration::span)),
         },
         spacing: r.rate.map_or(Span::ZERO, |rate| Span::from_secs_f64(1.0 / rate)),
         new_key: r.key == RedriveKey::New,
-    });
-    Some(DeadLetter { redrive })
+    })
 }
 
 /// The idempotency keys a strategy's attempts carry (`idempotency`, DESIGN §3.6).

@@ -69,6 +69,42 @@ pub enum WorkloadSpec {
         #[serde(default)]
         first_call: Option<DistSpec>,
     },
+    /// Messages arrive in a queue at `rate` for `duration`; the server's workers are the
+    /// consumers that take them, each message waited for `visibility_timeout` from when a
+    /// consumer takes it (SQS).
+    Queue {
+        rate: f64,
+        duration: Duration,
+        #[serde(default)]
+        arrivals: ArrivalsSpec,
+        visibility_timeout: Duration,
+        /// Receives before a message goes to the dead-letter queue; absent: no limit.
+        max_receive_count: Option<u32>,
+        /// Probability that a consumer's acknowledgement (delete) is lost.
+        ack_loss: f64,
+    },
+}
+
+impl WorkloadSpec {
+    /// The rate, duration and rate steps of a workload whose operations arrive at a rate
+    /// (`open`, and `queue` with a constant rate).
+    pub fn rates(&self) -> Option<(f64, Duration, &[RateStep])> {
+        match self {
+            WorkloadSpec::Open { rate, duration, schedule, .. } => Some((*rate, *duration, schedule)),
+            WorkloadSpec::Queue { rate, duration, .. } => Some((*rate, *duration, &[])),
+            WorkloadSpec::Closed { .. } | WorkloadSpec::Serial { .. } => None,
+        }
+    }
+
+    /// How long operations arrive (`open`, `serial`, `queue`); `None` for a closed workload.
+    pub fn duration(&self) -> Option<Duration> {
+        match self {
+            WorkloadSpec::Open { duration, .. }
+            | WorkloadSpec::Serial { duration, .. }
+            | WorkloadSpec::Queue { duration, .. } => Some(*duration),
+            WorkloadSpec::Closed { .. } => None,
+        }
+    }
 }
 
 /// How an open workload's operations arrive (`[workload] arrivals`).

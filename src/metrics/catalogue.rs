@@ -304,6 +304,14 @@ pub const METRICS: &[Metric] = &[
         meaning: "of those, the ones whose re-drive succeeded (they stay counted in `dead_lettered`)",
     },
     Metric {
+        name: "redeliveries",
+        read: |m| Value::Count(m.redeliveries),
+        label: "messages redelivered",
+        unit: "count",
+        better: Some(Better::Lower),
+        meaning: "a queue workload's deliveries beyond a message's first (re-drives excluded): its visibility timeout ran out before it was acknowledged (processing longer than the timeout, a failed or lost acknowledgement); 0 for other workloads",
+    },
+    Metric {
         name: "idempotency_keys_peak",
         read: |m| Value::Count(m.idempotency_keys_peak),
         label: "peak idempotency keys held",

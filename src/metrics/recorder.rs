@@ -49,6 +49,9 @@ pub struct RunMetrics {
     /// succeeded (they stay counted as dead-lettered).
     pub redriven: u64,
     pub redrive_succeeded: u64,
+    /// A queue workload's messages delivered again because their visibility timeout ran out
+    /// before they were acknowledged.
+    pub redeliveries: u64,
     /// The most idempotency keys the server's dedup store held at once.
     pub idempotency_keys_peak: u64,
     /// Lock grants of the dedup store whose `lock_ttl` ran out while their request was still
@@ -207,6 +210,7 @@ pub struct RunRecorder {
     dead_lettered_but_applied: u64,
     redriven: u64,
     redrive_succeeded: u64,
+    redeliveries: u64,
     keys_peak: u64,
     locks_expired: u64,
     fenced: u64,
@@ -288,6 +292,7 @@ impl RunRecorder {
             dead_lettered_but_applied: 0,
             redriven: 0,
             redrive_succeeded: 0,
+            redeliveries: 0,
             keys_peak: 0,
             locks_expired: 0,
             fenced: 0,
@@ -508,6 +513,11 @@ impl RunRecorder {
         self.redrive_succeeded += 1;
     }
 
+    /// A message was delivered again (its visibility timeout ran out).
+    pub fn redelivered(&mut self) {
+        self.redeliveries += 1;
+    }
+
     /// The most keys the server's dedup store held at once in the run.
     pub fn keys_peak(&mut self, peak: u64) {
         self.keys_peak = peak;
@@ -652,6 +662,7 @@ impl RunRecorder {
             dead_lettered_but_applied: self.dead_lettered_but_applied,
             redriven: self.redriven,
             redrive_succeeded: self.redrive_succeeded,
+            redeliveries: self.redeliveries,
             idempotency_keys_peak: self.keys_peak,
             lock_expired: self.locks_expired,
             fenced: self.fenced,

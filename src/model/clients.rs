@@ -63,6 +63,17 @@ pub enum Sent {
     Ended(Option<NextOp>),
 }
 
+/// How operations are delivered, besides the retry policy: a dead-letter queue, and for a
+/// queue workload the consumers' visibility timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delivery {
+    pub dead_letter: Option<DeadLetter>,
+    /// A queue workload's visibility timeout: an attempt (a receive) is waited for this long
+    /// from when a consumer takes it, not from when it is sent, and an error answer does not
+    /// end the wait (a consumer that fails does not delete the message).
+    pub visibility: Option<Span>,
+}
+
 pub struct Clients {
     pub ops: OpTable,
     policy: RetryPolicy,
@@ -82,6 +93,8 @@ pub struct Clients {
     dead_letter: Option<DeadLetter>,
     /// When dead-lettered operations are re-driven (`redrive`).
     redrives: Option<RedriveSchedule>,
+    /// [`Delivery::visibility`].
+    visibility: Option<Span>,
 }
 
 impl Clients {
@@ -94,11 +107,13 @@ impl Clients {
         gate: Gate,
         run_seed: u64,
         with_extra: bool,
-        dead_letter: Option<DeadLetter>,
+        delivery: Delivery,
         mut ops: OpTable,
     ) -> Clients {
+        let Delivery { dead_letter, visibility } = delivery;
         let with_extra = with_extra
             || dead_letter.is_some()
+            || visibility.is_some()
             || matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::GrpcPushback);
         // Streams nobody reads are not made.
         let jitter_root = policy.backoff.is_random().then(|| derive(run_seed, Stream::Jitter as u64));
@@ -125,11 +140,27 @@ impl Clients {
             think,
             dead_letter,
             redrives,
+            visibility,
         }
     }
 
+    /// A queue workload's visibility timeout ([`Delivery::visibility`]).
+    #[inline]
+    pub fn visibility(&self) -> Option<Span> {
+        self.visibility
+    }
+
+    /// A consumer took attempt `attempt` of `slot`: whether its visibility timer starts now
+    /// (once per attempt, at the first taking).
+    pub fn starts_visibility(&mut self, slot: u32, attempt: u32) -> bool {
+        let e = self.ops.extra(slot);
+        let first = e.visible_attempt != attempt;
+        e.visible_attempt = attempt;
+        first
+    }
+
     /// Whether the clients are plain: no controls, no per-operation ids (which a dead-letter
-    /// queue needs too), and a plain retry policy ([`RetryPolicy::is_plain`]).
+    /// queue and a visibility timeout need too), and a plain retry policy ([`RetryPolicy::is_plain`]).
     pub fn is_plain(&self) -> bool {
         !self.controls && !self.ops.has_extra() && self.policy.is_plain()
     }

@@ -21,7 +21,7 @@ use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, Window};
 use crate::policy::gate::{Gate, GateParams};
 use crate::policy::{DeadLetter, RetryPolicy};
-use clients::Clients;
+use clients::{Clients, Delivery};
 use network::{Network, NetworkParams};
 use server::ServerParams;
 use server::idempotency::KeyMode;
@@ -95,6 +95,8 @@ pub struct RunParams {
     pub keys: KeyMode,
     /// The clients' dead-letter queue, if they have one.
     pub dead_letter: Option<DeadLetter>,
+    /// A queue workload's visibility timeout ([`Delivery::visibility`]).
+    pub visibility: Option<Span>,
     /// The gateway layers between the clients and the server, client side first.
     pub layers: Vec<RetryPolicy>,
     /// The windows measured on their own (`[output] windows`), in file order.
@@ -121,7 +123,8 @@ fn clients(params: &RunParams, run_seed: u64, ops: ops::OpTable) -> Clients {
         Gate::new(&params.gate, params.workload.clients(), stream(run_seed, Stream::Controls))
     };
     let keys = params.keys != KeyMode::None;
-    Clients::new(&params.workload, params.retry, gate, run_seed, keys, params.dead_letter, ops)
+    let delivery = Delivery { dead_letter: params.dead_letter, visibility: params.visibility };
+    Clients::new(&params.workload, params.retry, gate, run_seed, keys, delivery, ops)
 }
 
 /// One replication with the run's master seed and a chosen event queue. The run reuses the

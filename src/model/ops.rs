@@ -58,6 +58,9 @@ pub struct OpExtra {
     pub dead_lettered: bool,
     /// How many re-drives gave it a new idempotency key (part of the key).
     pub redrive_key: u8,
+    /// The attempt whose visibility timer runs (a queue workload: the timer starts when a
+    /// consumer takes the message, once per attempt).
+    pub visible_attempt: u32,
 }
 
 impl Op {

@@ -422,7 +422,14 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             self.clients.ops.get(op).refs += 1;
             s.schedule_at(attempt.gives_up_at, Ev::timeout(op, attempt.number));
         }
-        let Some(delay) = self.request_hop() else { return };
+        let Some(delay) = self.request_hop() else {
+            if !PLAIN && self.clients.visibility().is_some() {
+                // A receive whose message never reached a consumer: it is visible again
+                // after the timeout all the same.
+                self.received(op, attempt.number, s);
+            }
+            return;
+        };
         // The request holds a reference on its operation until its answer is handled.
         self.clients.ops.get(op).refs += 1;
         if self.instant_net() {
@@ -450,7 +457,11 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if !PLAIN && self.keys != KeyMode::None {
             req.key_tag = self.key_tag(req.op);
         }
-        match self.server.arrive::<PLAIN>(req, now) {
+        let arrival = self.server.arrive::<PLAIN>(req, now);
+        if !PLAIN && arrival != Arrival::Queued && self.clients.visibility().is_some() {
+            self.received(req.op, req.attempt, s);
+        }
+        match arrival {
             Arrival::Answered(o) => {
                 self.rec.rejected(now);
                 self.respond(req, o, s)
@@ -467,6 +478,19 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             Arrival::Queued => self.accepted(now, true),
             Arrival::Parked => self.accepted(now, false),
             Arrival::Replayed(o) => self.replayed(req, o, s),
+        }
+    }
+
+    /// A consumer took attempt `attempt` of `op` (a queue workload): its visibility timer
+    /// starts, once per attempt. When it runs out before the message is acknowledged, the
+    /// message is visible again (a `Timeout`).
+    #[cold]
+    #[inline(never)]
+    fn received<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, s: &mut Scheduler<Ev, Q>) {
+        let Some(visibility) = self.clients.visibility() else { return };
+        if self.clients.starts_visibility(op, attempt) {
+            self.clients.ops.get(op).refs += 1;
+            s.schedule_in(visibility, Ev::timeout(op, attempt));
         }
     }
 
@@ -545,7 +569,11 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             match next {
                 Next::Started { worker, service, waited } => {
                     self.rec.service_started(waited);
-                    s.schedule_in(service, Ev::done(worker))
+                    s.schedule_in(service, Ev::done(worker));
+                    if !PLAIN && self.clients.visibility().is_some() {
+                        let req = *self.server.serving(worker);
+                        self.received(req.op, req.attempt, s);
+                    }
                 }
                 Next::Dropped(req) => self.unanswered(req),
             }
@@ -598,16 +626,23 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if matches!(reply.outcome, Outcome::Success) {
             let next = self.clients.succeed::<PLAIN>(op, s.now(), &mut self.rec);
             self.next_op(next, s);
-        } else {
+        } else if PLAIN || self.clients.visibility().is_none() {
             self.failed(op, reply, s);
         }
+        // A queue workload's consumer that fails does not delete the message: it is visible
+        // again when its visibility timeout runs out.
     }
 
     /// The attempt the client was waiting for failed: retry after the backoff, or end.
     fn failed<Q: EventQueue<Ev>>(&mut self, op: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         let retry_after = reply.retry_after.decode();
         match self.clients.fail::<PLAIN>(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
-            AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::send(op)),
+            AfterFailure::Retry(delay) => {
+                if !PLAIN && self.clients.visibility().is_some() {
+                    self.rec.redelivered();
+                }
+                s.schedule_in(delay, Ev::send(op))
+            }
             AfterFailure::Ended(next) => self.next_op(next, s),
             AfterFailure::Redrive { at, next } => {
                 s.schedule_at(at, Ev::redrive(op));

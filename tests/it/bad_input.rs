@@ -375,6 +375,31 @@ fn cases() -> Vec<Case> {
             stderr: &["`client.redrive.rate`", "must be > 0"],
         },
         Case {
+            what: "visibility_timeout 0",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20",
+                "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"\nvisibility_timeout = \"0s\"",
+            )
+            .replace("queue = 0\n", "")
+            .replace("max_attempts = 3\n", ""),
+            args: &[],
+            stderr: &["`workload.visibility_timeout`", "must be > 0"],
+        },
+        Case {
+            what: "max_attempts with a queue workload",
+            text: replaced("kind = \"closed\"\nclients = 20", "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"")
+                .replace("queue = 0\n", ""),
+            args: &[],
+            stderr: &["`strategies.fj.max_attempts`", "workload.max_receive_count"],
+        },
+        Case {
+            what: "a bounded queue in front of a queue workload's consumers",
+            text: replaced("kind = \"closed\"\nclients = 20", "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"")
+                .replace("max_attempts = 3\n", ""),
+            args: &[],
+            stderr: &["`server.queue`", "remove server.queue"],
+        },
+        Case {
             what: "unknown on_in_progress",
             text: replaced("queue = 0", "queue = 0\nidempotency = { on_in_progress = \"block\" }"),
             args: &[],

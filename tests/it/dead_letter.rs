@@ -3,34 +3,7 @@
 //! them again once, with their own key (the store answers a paid batch) or a new one (it pays
 //! again), and the endings add up (`ops = succeeded + failed + dead_lettered`).
 
-use retrysim::assembly::simulate;
-use retrysim::engine::rng::run_seed;
-use retrysim::experiment::{self, Overrides};
-use retrysim::metrics::RunMetrics;
-
-/// The one run of each point of `text`, with its swept values.
-fn runs(text: &str) -> Vec<(Vec<String>, RunMetrics)> {
-    let exp = experiment::load_str(text, "dead-letter.toml", &Overrides::default())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut out = Vec::new();
-    for point in &exp.points {
-        for strategy in &point.strategies {
-            out.push((point.values.clone(), simulate(&point.spec, strategy, run_seed(exp.seed, 0))));
-        }
-    }
-    out
-}
-
-fn at<'a>(runs: &'a [(Vec<String>, RunMetrics)], point: &[&str]) -> &'a RunMetrics {
-    &runs.iter().find(|(p, _)| p == point).unwrap_or_else(|| panic!("{point:?}")).1
-}
-
-/// Every operation ends once; every applied one succeeded, failed or was dead-lettered.
-fn check_endings(m: &RunMetrics) {
-    assert_eq!(m.ops, m.succeeded + m.failed + m.dead_lettered, "{m:?}");
-    assert_eq!(m.applied, m.succeeded + m.failed_but_applied + m.dead_lettered_but_applied, "{m:?}");
-    assert!(m.redrive_succeeded <= m.redriven && m.redriven <= m.dead_lettered, "{m:?}");
-}
+use crate::support::{at_point as at, check_endings, first_runs};
 
 /// One job, 10 batches one after another, 1 s each (constant), 5 tries 1 s apart with a
 /// dead-letter queue (`max_attempts = 8` is cut to 5 by `dead_letter.after`).
@@ -63,7 +36,7 @@ fn exactly_the_batches_whose_five_tries_failed_are_dead_lettered_and_a_redrive_p
         "[client]",
         "[[server.faults]]\nkind = \"outage\"\nstart = \"0\"\nduration = \"10s\"\nstatus = 503\n[client]",
     ) + "[sweep]\n\"strategies.job.redrive.key\" = [\"same\", \"new\"]\n\"strategies.job.redrive.at\" = [\"1m\", \"6s\"]\n";
-    let runs = runs(&text);
+    let runs = first_runs(&text, &[]);
     for key in ["same", "new"] {
         // Re-driven at 1 min, after the outage: both pay once (nothing had applied).
         let m = at(&runs, &[key, "1m"]);
@@ -96,7 +69,7 @@ fn a_redrive_with_a_new_key_pays_again_the_batches_whose_effect_had_applied() {
         "[[server.faults]]\nkind = \"errors\"\nstart = \"0\"\nduration = \"10s\"\nprobability = 1.0\n\
          status = 429\nafter_effect = true\n[client]",
     ) + "[sweep]\n\"client.idempotency\" = [\"per-op\", \"none\"]\n\"strategies.job.redrive.key\" = [\"same\", \"new\"]\n";
-    let runs = runs(&text);
+    let runs = first_runs(&text, &[]);
     for (keys, duplicates_before) in [("per-op", 0), ("none", 5)] {
         for (redrive_key, paid_again) in [("same", 0), ("new", 1)] {
             let m = at(&runs, &[keys, redrive_key]);
@@ -126,7 +99,7 @@ fn a_redrive_that_fails_again_ends_without_a_second_count_and_the_horizon_keeps_
         )
         .replace("redrive = { at = \"1m\" }", "redrive = { after = \"10s\", rate = 0.5 }")
         .replace("horizon = \"10m\"", "horizon = \"43s\"");
-    let runs = runs(&text);
+    let runs = first_runs(&text, &[]);
     let m = &runs[0].1;
     check_endings(m);
     // Batches dead-lettered at 4, 8, ..., 40 s: all 10. Re-drives at 14, 18, ..., 42 s

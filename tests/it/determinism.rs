@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 41] = [
+const METRICS: [&str; 42] = [
     "ops",
     "succeeded",
     "failed",
@@ -39,6 +39,7 @@ const METRICS: [&str; 41] = [
     "dead_lettered_but_applied",
     "redriven",
     "redrive_succeeded",
+    "redeliveries",
     "idempotency_keys_peak",
     "lock_expired",
     "fenced",

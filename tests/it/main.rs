@@ -20,6 +20,7 @@ mod docs;
 mod layers;
 mod memory;
 mod no_alloc;
+mod queue_consumers;
 mod queue_equivalence;
 mod queueing_theory;
 mod readme;

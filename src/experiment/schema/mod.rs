@@ -414,8 +414,47 @@ pub static WORKLOAD: Tagged = Tagged {
                 ),
             ],
         },
+        Variant {
+            kind: "queue",
+            doc: "messages in a queue (SQS-style), taken by consumers: the `[server]`'s `concurrency` workers, processing each for its `service_time`, behind its admission stages (the service they call, with its idempotency store); a message not acknowledged within `visibility_timeout` of being taken is delivered again; a consumer's error does not delete it. A strategy sets `backoff` (the delay after the timeout before the message is visible again; `none`: at once), `idempotency` (a key per message) and `redrive`; the queue sets the rest",
+            fields: QUEUE_WORKLOAD,
+        },
     ],
 };
+
+/// The keys of `[workload] kind = "queue"`.
+const QUEUE_WORKLOAD: &[Field] = &[
+    f("rate", Ty::Num, Required, "messages sent to the queue per second")
+        .range(Range::AtLeast(0.0))
+        .message("{v} is not a rate: write messages per second as a number >= 0, e.g. 10.0"),
+    f("duration", Ty::Duration, Required, "how long messages arrive")
+        .range(POSITIVE)
+        .message("must be > 0: how long messages arrive, e.g. \"60s\""),
+    f(
+        "arrivals",
+        Ty::Choice(&["poisson", "fixed"]),
+        Value("\"poisson\""),
+        "`poisson`: a Poisson stream of messages; `fixed`: one every 1 / rate",
+    ),
+    f(
+        "visibility_timeout",
+        Ty::Duration,
+        Value("\"30s\""),
+        "a message a consumer took and did not acknowledge within this becomes visible again and is delivered again (SQS's default, 30 s)",
+    )
+    .range(POSITIVE)
+    .message("must be > 0: how long a taken message stays invisible, e.g. \"30s\" (Lambda's guidance: at least 6 x the function timeout)"),
+    f(
+        "max_receive_count",
+        U32,
+        Absent("no limit: a message is delivered until it is acknowledged"),
+        "deliveries of a message before it moves to the dead-letter queue (`dead_lettered`; SQS's maxReceiveCount)",
+    )
+    .range(Range::Between(1.0, 1000.0))
+    .message("must be from 1 to 1000 (SQS's range)"),
+    f("ack_loss", Ty::Num, Value("0.0"), "probability that a consumer's acknowledgement (the delete) is lost: the message is delivered again")
+        .range(PROBABILITY),
+];
 
 pub static RATE_STEP: Table = Table {
     partial: false,

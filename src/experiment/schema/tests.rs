@@ -268,7 +268,13 @@ backoff = { kind = "constant", base = "1ms" }
         .replace("kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n", "kind = \"serial\"\nclients = 3\ngap = { dist = \"exponential\", mean = \"100ms\" }\nduration = \"1s\"\n");
     assert!(serial.contains("kind = \"serial\""), "test bug: the closed workload was not replaced");
     load_str(&serial, "serial.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text = format!("{text}{closed}{constant}{serial}");
+    let queue = constant.replace(
+        "kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n",
+        "kind = \"queue\"\nrate = 5.0\nduration = \"1s\"\narrivals = \"fixed\"\nvisibility_timeout = \"30s\"\nmax_receive_count = 5\nack_loss = 0.01\n",
+    );
+    assert!(queue.contains("kind = \"queue\""), "test bug: the closed workload was not replaced");
+    load_str(&queue, "queue.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{text}{closed}{constant}{serial}{queue}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;
