@@ -123,3 +123,64 @@ fn a_redrive_of_the_queue_s_dead_letters_sends_them_again() {
     check_deliveries(m);
     assert_eq!((m.dead_lettered, m.redriven, m.redrive_succeeded, m.duplicates), (9, 9, 9, 0));
 }
+
+#[test]
+fn redeliveries_match_the_chance_that_processing_outlasts_the_visibility_timeout() {
+    // Without a receive limit each delivery is processed for an independent lognormal time S
+    // (median 10 s, sigma 0.5) and acknowledged if S <= 30 s, else delivered again: deliveries
+    // per message are geometric, so redeliveries per message average p / (1 - p) with
+    // p = P(S > 30 s) = 1 - Phi(ln 3 / 0.5) = 0.0140. Each redelivery is processed in full,
+    // without a key a duplicate; with one, none.
+    let text = r#"
+name = "visibility"
+seed = 3
+runs = 20
+horizon = "30m"
+[workload]
+kind = "queue"
+rate = 5.0
+duration = "10m"
+visibility_timeout = "30s"
+[server]
+concurrency = 200
+service_time = { dist = "lognormal", median = "10s", sigma = 0.5 }
+idempotency = { ttl = "24h" }
+[[strategies]]
+name = "consumer"
+backoff = { kind = "none" }
+[sweep]
+"strategies.consumer.idempotency" = ["none", "per-op"]
+"#;
+    let exp = retrysim::experiment::load_str(text, "visibility.toml", &Default::default()).unwrap();
+    let p = 1.0 - retrysim::stats::normal_cdf(3f64.ln() / 0.5);
+    let expected = p / (1.0 - p);
+    for point in &exp.points {
+        let keys = &point.values[0];
+        let per_message: Vec<f64> = (0..exp.runs as u64)
+            .map(|run| {
+                let m = retrysim::assembly::simulate(
+                    &point.spec,
+                    &point.strategies[0],
+                    retrysim::engine::rng::run_seed(exp.seed, run),
+                );
+                check_deliveries(&m);
+                assert_eq!((m.succeeded, m.dead_lettered), (m.ops, 0), "every message acknowledged");
+                if keys == "none" {
+                    assert_eq!(m.duplicates, m.redeliveries, "each redelivery is processed again");
+                } else {
+                    assert_eq!(m.duplicates, 0);
+                }
+                m.redeliveries as f64 / m.ops as f64
+            })
+            .collect();
+        let mean = retrysim::stats::mean(&per_message);
+        let se = retrysim::stats::standard_error(retrysim::stats::sample_sd(&per_message), per_message.len());
+        if keys == "none" {
+            assert!((mean - expected).abs() <= 4.0 * se, "{mean} vs {expected} (se {se})");
+        } else {
+            // With a key a redelivery while the first processing runs gets 409 and waits out a
+            // second timeout: at least as many redeliveries.
+            assert!(mean >= expected - 4.0 * se, "{mean} vs {expected} (se {se})");
+        }
+    }
+}
