@@ -1,8 +1,10 @@
 //! A strategy's client side: its retry policy, its controls and its idempotency keys, from
 //! the file's types to the plain parameters of [`crate::policy`] (which knows nothing of files).
 
+use crate::engine::{Instant, Span};
 use crate::experiment::{
-    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RetryAfterModeSpec, RetryOnItem, Strategy,
+    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RedriveKey, RetryAfterModeSpec, RetryOnItem,
+    Strategy,
 };
 use crate::experiment::{BreakerSpec, BreakerWindowSpec, BudgetSpec, Scope as SpecScope, ThrottleSpec};
 use crate::model::server::idempotency::KeyMode;
@@ -17,13 +19,21 @@ use crate::policy::{
     BreakerParams, BreakerWindow, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams,
     SreThrottleParams, TokenBucketParams,
 };
+use crate::policy::{DeadLetter, Redrive, RedriveWhen};
 
-/// A strategy's retry policy.
+/// A strategy's retry policy. With a dead-letter queue, its `after` is the attempts the
+/// policy allows (validation keeps it at most `max_attempts`): using them up dead-letters.
 pub fn retry_policy(s: &Strategy) -> RetryPolicy {
+    let max_attempts = s.policy.max_attempts.unwrap_or(u32::MAX);
     RetryPolicy {
         backoff: backoff(&s.policy.backoff),
         retry_on: retry_on(s.policy.retry_on.as_deref()),
-        max_attempts: s.policy.max_attempts.unwrap_or(u32::MAX),
+        max_attempts: s
+            .policy
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.after)
+            .map_or(max_attempts, |a| a.min(max_attempts)),
         timeout: s.policy.timeout.map(Duration::span),
         deadline: s.policy.deadline.map(Duration::span),
         retry_after: RetryAfterPolicy {
@@ -122,6 +132,24 @@ fn scope(s: SpecScope) -> Scope {
         SpecScope::Client => Scope::Client,
         SpecScope::Shared => Scope::Shared,
     }
+}
+
+/// A strategy's dead-letter queue and its re-drive.
+pub fn dead_letter(s: &Strategy) -> Option<DeadLetter> {
+    s.policy.dead_letter.as_ref()?;
+    Some(DeadLetter { redrive: redrive(s) })
+}
+
+/// A strategy's re-drive of its dead-letter queue.
+pub fn redrive(s: &Strategy) -> Option<Redrive> {
+    s.policy.redrive.as_ref().map(|r| Redrive {
+        when: match (r.at, r.after) {
+            (Some(at), _) => RedriveWhen::At(Instant::ZERO + at.span()),
+            (None, after) => RedriveWhen::After(after.map_or(Span::ZERO, Duration::span)),
+        },
+        spacing: r.rate.map_or(Span::ZERO, |rate| Span::from_secs_f64(1.0 / rate)),
+        new_key: r.key == RedriveKey::New,
+    })
 }
 
 /// The idempotency keys a strategy's attempts carry (`idempotency`, DESIGN §3.6).

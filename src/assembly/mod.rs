@@ -14,13 +14,13 @@ pub mod server;
 pub mod workload;
 
 use crate::engine::Instant;
-use crate::experiment::{ExperimentSpec, ServerSpec, Strategy};
+use crate::experiment::{ExperimentSpec, ServerSpec, Strategy, WorkloadSpec};
 use crate::metrics::{RunMetrics, Window};
 use crate::model::{DefaultQueue, QueueChoice, RunParams, ServerKind};
 
 /// The parameters of a run of `strategy` at the point `spec`.
 pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
-    RunParams {
+    let mut params = RunParams {
         workload: workload::workload(&spec.workload),
         network: network::network(&spec.network),
         server: match &spec.server {
@@ -32,6 +32,8 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         retry: client::retry_policy(strategy),
         gate: client::gate_params(strategy),
         keys: client::idempotency_keys(strategy),
+        dead_letter: client::dead_letter(strategy),
+        visibility: None,
         layers: strategy.policy.layers.iter().map(gateways::layer_policy).collect(),
         pool: client::pool(strategy),
         windows: spec
@@ -43,7 +45,11 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
                 end: Instant::ZERO + end.span(),
             })
             .collect(),
+    };
+    if let WorkloadSpec::Queue { visibility_timeout, max_receive_count, ack_loss, .. } = spec.workload {
+        workload::consumers(&mut params, strategy, visibility_timeout, max_receive_count, ack_loss);
     }
+    params
 }
 
 /// One replication: `strategy` at the point `spec`, with the run's master seed.

@@ -95,7 +95,9 @@ pub fn of(point: &Point) -> Option<Capacity> {
     let nominal = capacity_at(q, 0.0, false, service_s).0;
     let first_fault = q.faults.iter().map(|f| secs(f.window().0)).fold(f64::INFINITY, f64::min);
     let (offered_rps, closed) = match &spec.workload {
-        WorkloadSpec::Open { .. } => (peak_rate(spec, 0.0, first_fault.min(secs(spec.horizon))), false),
+        WorkloadSpec::Open { .. } | WorkloadSpec::Queue { .. } => {
+            (peak_rate(spec, 0.0, first_fault.min(secs(spec.horizon))), false)
+        }
         // Each serial client starts a call every max(gap, call) on average (at least).
         WorkloadSpec::Serial { clients, gap, .. } => {
             (*clients as f64 / mean_s(gap).max(service_s + rtt_s).max(f64::MIN_POSITIVE), true)
@@ -215,9 +217,9 @@ fn capacity_at(q: &QueueServerSpec, t_s: f64, full_load: bool, service_s: f64) -
 
 /// The open workload's largest scheduled rate on `[from, to)`, 0 past its `duration`.
 fn peak_rate(spec: &super::ExperimentSpec, from: f64, to: f64) -> f64 {
-    let WorkloadSpec::Open { rate, duration, schedule, .. } = &spec.workload else { return 0.0 };
-    let end = secs(*duration);
-    let mut steps: Vec<(f64, f64)> = vec![(0.0, *rate)];
+    let Some((rate, duration, schedule)) = spec.workload.rates() else { return 0.0 };
+    let end = secs(duration);
+    let mut steps: Vec<(f64, f64)> = vec![(0.0, rate)];
     for s in schedule {
         let at = secs(s.at);
         if at == 0.0 {
@@ -239,11 +241,11 @@ fn peak_rate(spec: &super::ExperimentSpec, from: f64, to: f64) -> f64 {
 
 /// The rate in force at `t_s` (0 past the duration).
 fn rate_at(spec: &super::ExperimentSpec, t_s: f64) -> f64 {
-    let WorkloadSpec::Open { rate, duration, schedule, .. } = &spec.workload else { return 0.0 };
-    if t_s >= secs(*duration) {
+    let Some((rate, duration, schedule)) = spec.workload.rates() else { return 0.0 };
+    if t_s >= secs(duration) {
         return 0.0;
     }
-    schedule.iter().filter(|s| secs(s.at) <= t_s).fold(*rate, |_, s| s.rate)
+    schedule.iter().filter(|s| secs(s.at) <= t_s).fold(rate, |_, s| s.rate)
 }
 
 /// Steps of the fluid backlog model over the horizon.
@@ -262,6 +264,8 @@ pub fn backlog_peak(point: &Point, q: &QueueServerSpec, p: &PolicySpec) -> f64 {
                 WorkloadSpec::Closed { clients, .. }
                 | WorkloadSpec::Open { clients, .. }
                 | WorkloadSpec::Serial { clients, .. } => clients.max(1),
+                // A queue's receives are one client's.
+                WorkloadSpec::Queue { .. } => 1,
             },
         };
         bound = bound.min(pool.size as f64 * pools as f64);

@@ -117,9 +117,9 @@ fn busy_s(p: &Point) -> f64 {
     let s = |d: super::Duration| d.span().as_secs_f64();
     let longest_life = p.strategies.iter().map(|st| lifetime_s(&st.policy, horizon_s)).fold(0.0, f64::max);
     match &spec.workload {
-        WorkloadSpec::Open { duration, .. } | WorkloadSpec::Serial { duration, .. } => {
-            (s(*duration) + longest_life).min(horizon_s)
-        }
+        WorkloadSpec::Open { duration, .. }
+        | WorkloadSpec::Serial { duration, .. }
+        | WorkloadSpec::Queue { duration, .. } => (s(*duration) + longest_life).min(horizon_s),
         WorkloadSpec::Closed { ops_per_client, think_time, ramp, .. } => {
             let service = match &spec.server {
                 ServerSpec::Queue(q) => super::capacity::mean_s(&q.service_time),
@@ -173,12 +173,15 @@ fn point(p: &Point, threads: usize) -> Cost {
             let n = *clients as f64;
             (n, n, n, "workload.clients")
         }
-        WorkloadSpec::Open { rate, duration, schedule, clients, .. } => {
+        WorkloadSpec::Open { .. } | WorkloadSpec::Queue { .. } => {
+            let (rate, duration, schedule) =
+                spec.workload.rates().expect("an open or queue workload has rates");
+            let clients = if let WorkloadSpec::Open { clients, .. } = spec.workload { clients } else { 1 };
             let end = duration.span().as_secs_f64().min(horizon_s);
-            let ops = arrivals(*rate, schedule.iter().map(|s| (s.at.span().as_secs_f64(), s.rate)), end);
-            let peak_rate = schedule.iter().map(|s| s.rate).fold(*rate, f64::max);
+            let ops = arrivals(rate, schedule.iter().map(|s| (s.at.span().as_secs_f64(), s.rate)), end);
+            let peak_rate = schedule.iter().map(|s| s.rate).fold(rate, f64::max);
             let lifetime = in_flight_s(p, horizon_s);
-            (ops, (peak_rate * lifetime).min(ops), *clients as f64, "workload.rate")
+            (ops, (peak_rate * lifetime).min(ops), clients as f64, "workload.rate")
         }
     };
     let (server, server_key) = match &spec.server {
@@ -206,7 +209,7 @@ fn point(p: &Point, threads: usize) -> Cost {
     };
     let clients_bytes = match spec.workload {
         WorkloadSpec::Closed { .. } | WorkloadSpec::Serial { .. } => clients * PER_CLIENT,
-        WorkloadSpec::Open { .. } => 0.0,
+        WorkloadSpec::Open { .. } | WorkloadSpec::Queue { .. } => 0.0,
     };
     let parts = [
         (live * PER_OP + clients_bytes, driver),

@@ -75,6 +75,42 @@ pub enum WorkloadSpec {
         #[serde(default)]
         rate_changes: RateChangesSpec,
     },
+    /// Messages arrive in a queue at `rate` for `duration`; the server's workers are the
+    /// consumers that take them, each message waited for `visibility_timeout` from when a
+    /// consumer takes it (SQS).
+    Queue {
+        rate: f64,
+        duration: Duration,
+        #[serde(default)]
+        arrivals: ArrivalsSpec,
+        visibility_timeout: Duration,
+        /// Receives before a message goes to the dead-letter queue; absent: no limit.
+        max_receive_count: Option<u32>,
+        /// Probability that a consumer's acknowledgement (delete) is lost.
+        ack_loss: f64,
+    },
+}
+
+impl WorkloadSpec {
+    /// The rate, duration and rate steps of a workload whose operations arrive at a rate
+    /// (`open`, and `queue` with a constant rate).
+    pub fn rates(&self) -> Option<(f64, Duration, &[RateStep])> {
+        match self {
+            WorkloadSpec::Open { rate, duration, schedule, .. } => Some((*rate, *duration, schedule)),
+            WorkloadSpec::Queue { rate, duration, .. } => Some((*rate, *duration, &[])),
+            WorkloadSpec::Closed { .. } | WorkloadSpec::Serial { .. } => None,
+        }
+    }
+
+    /// How long operations arrive (`open`, `serial`, `queue`); `None` for a closed workload.
+    pub fn duration(&self) -> Option<Duration> {
+        match self {
+            WorkloadSpec::Open { duration, .. }
+            | WorkloadSpec::Serial { duration, .. }
+            | WorkloadSpec::Queue { duration, .. } => Some(*duration),
+            WorkloadSpec::Closed { .. } => None,
+        }
+    }
 }
 
 /// How an open workload's operations arrive (`[workload] arrivals`).
@@ -382,6 +418,41 @@ pub struct PolicySpec {
     /// The client's connection pool (DESIGN §4.7); absent = every attempt is sent at once.
     pub pool: Option<PoolSpec>,
     pub layers: Vec<LayerSpec>,
+    /// Operations whose tries are used up are dead-lettered instead of failed.
+    pub dead_letter: Option<DeadLetterSpec>,
+    /// The dead-letter queue is sent again later.
+    pub redrive: Option<RedriveSpec>,
+}
+
+/// `dead_letter = { after = N }`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterSpec {
+    /// Tries before an operation is dead-lettered; absent: `max_attempts`.
+    pub after: Option<u32>,
+}
+
+/// `redrive = { at = ... | after = ..., rate = ..., key = ... }`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RedriveSpec {
+    /// The moment the whole queue is re-driven.
+    pub at: Option<Duration>,
+    /// Each item is re-driven this long after it was dead-lettered.
+    pub after: Option<Duration>,
+    /// Items re-driven per second at most; absent: all at once.
+    pub rate: Option<f64>,
+    pub key: RedriveKey,
+}
+
+/// The idempotency key a re-driven item carries.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedriveKey {
+    /// Its own.
+    Same,
+    /// A new one.
+    New,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]

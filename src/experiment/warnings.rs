@@ -3,7 +3,7 @@
 //! short, a timeout the deadline always beats. `check` and `run` print these on stderr and
 //! carry on (exit 0); errors are in `validate`.
 
-use super::spec::{ExperimentSpec, IdempotencyMode, ServerSpec, WorkloadSpec};
+use super::spec::{ExperimentSpec, IdempotencyMode, ServerSpec};
 use super::{Experiment, Strategy};
 use crate::metrics::recovery::{BUCKET, HEALTHY_RUN};
 
@@ -85,7 +85,7 @@ fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning
     let horizon = spec.horizon.as_ns();
     let mut warn = |key: String, message: String| out.push(Warning { key, message });
 
-    if let WorkloadSpec::Open { duration, .. } | WorkloadSpec::Serial { duration, .. } = spec.workload
+    if let Some(duration) = spec.workload.duration()
         && duration.as_ns() > horizon
     {
         warn(
@@ -121,12 +121,11 @@ fn point_warnings(spec: &ExperimentSpec, strategies: &[Strategy]) -> Vec<Warning
         // Recovery needs HEALTHY_RUN whole seconds of load before the first fault and after
         // the last one (metrics::recovery). Known up front for open workloads only.
         let happening: Vec<_> = windows.iter().filter(|w| w.1 < horizon).collect();
-        if let (
-            WorkloadSpec::Open { duration, .. } | WorkloadSpec::Serial { duration, .. },
-            Some(first),
-            Some(last),
-        ) = (&spec.workload, happening.iter().min_by_key(|w| w.1), happening.iter().max_by_key(|w| w.2))
-        {
+        if let (Some(duration), Some(first), Some(last)) = (
+            spec.workload.duration(),
+            happening.iter().min_by_key(|w| w.1),
+            happening.iter().max_by_key(|w| w.2),
+        ) {
             let load_end = duration.as_ns().min(horizon);
             if whole_seconds_before(first.1) < HEALTHY_RUN_S {
                 warn(

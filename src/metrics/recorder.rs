@@ -16,6 +16,9 @@ pub struct RunMetrics {
     pub failed: u64,
     /// Indexed like [`FailReason::ALL`].
     pub failed_by: [u64; 7],
+    /// Operations whose tries were used up with a dead-letter queue: a third ending, so that
+    /// `ops = succeeded + failed + dead_lettered`.
+    pub dead_lettered: u64,
     pub calls: u64,
     pub server_calls: u64,
     /// Attempts that failed waiting for a client connection (never reached the server).
@@ -40,6 +43,17 @@ pub struct RunMetrics {
     /// Operations the client counts as failed although their side effect happened at least
     /// once (by the horizon): the ambiguous outcomes someone must reconcile.
     pub failed_but_applied: u64,
+    /// Dead-lettered operations whose side effect happened at least once (before, during or
+    /// after their re-drive): `applied = succeeded + failed_but_applied +
+    /// dead_lettered_but_applied`.
+    pub dead_lettered_but_applied: u64,
+    /// Dead-lettered operations whose re-drive started, and of those, the ones whose re-drive
+    /// succeeded (they stay counted as dead-lettered).
+    pub redriven: u64,
+    pub redrive_succeeded: u64,
+    /// A queue workload's messages delivered again because their visibility timeout ran out
+    /// before they were acknowledged.
+    pub redeliveries: u64,
     /// The most idempotency keys the server's dedup store held at once.
     pub idempotency_keys_peak: u64,
     /// Lock grants of the dedup store whose `lock_ttl` ran out while their request was still
@@ -179,6 +193,7 @@ pub struct RunRecorder {
     ops: u64,
     succeeded: u64,
     failed_by: [u64; 7],
+    dead_lettered: u64,
     calls: u64,
     server_calls: u64,
     pool_timeouts: u64,
@@ -195,6 +210,10 @@ pub struct RunRecorder {
     duplicates: u64,
     applied: u64,
     failed_but_applied: u64,
+    dead_lettered_but_applied: u64,
+    redriven: u64,
+    redrive_succeeded: u64,
+    redeliveries: u64,
     keys_peak: u64,
     locks_expired: u64,
     fenced: u64,
@@ -259,6 +278,7 @@ impl RunRecorder {
             ops: 0,
             succeeded: 0,
             failed_by: [0; 7],
+            dead_lettered: 0,
             calls: 0,
             server_calls: 0,
             pool_timeouts: 0,
@@ -273,6 +293,10 @@ impl RunRecorder {
             duplicates: 0,
             applied: 0,
             failed_but_applied: 0,
+            dead_lettered_but_applied: 0,
+            redriven: 0,
+            redrive_succeeded: 0,
+            redeliveries: 0,
             keys_peak: 0,
             locks_expired: 0,
             fenced: 0,
@@ -482,6 +506,28 @@ impl RunRecorder {
         self.failed_but_applied += 1;
     }
 
+    /// A dead-lettered operation had its side effect (counted once per operation: when it is
+    /// dead-lettered after its first execution, or at its first execution after that).
+    #[inline]
+    pub fn dead_lettered_but_applied(&mut self) {
+        self.dead_lettered_but_applied += 1;
+    }
+
+    /// A dead-lettered operation's re-drive started.
+    pub fn redriven(&mut self) {
+        self.redriven += 1;
+    }
+
+    /// A re-drive succeeded.
+    pub fn redrive_succeeded(&mut self) {
+        self.redrive_succeeded += 1;
+    }
+
+    /// A message was delivered again (its visibility timeout ran out).
+    pub fn redelivered(&mut self) {
+        self.redeliveries += 1;
+    }
+
     /// The most keys the server's dedup store held at once in the run.
     pub fn keys_peak(&mut self, peak: u64) {
         self.keys_peak = peak;
@@ -504,6 +550,7 @@ impl RunRecorder {
     #[inline]
     pub fn op_succeeded<const PLAIN: bool>(&mut self, started: Instant, attempts: u32, now: Instant) {
         self.succeeded += 1;
+        self.series.op_ended(started, now, true);
         self.ended::<PLAIN>(started, attempts, now, true);
     }
 
@@ -511,13 +558,23 @@ impl RunRecorder {
     #[inline]
     pub fn op_failed(&mut self, reason: FailReason, started: Instant, attempts: u32, now: Instant) {
         self.failed_by[reason as usize] += 1;
+        self.series.op_ended(started, now, false);
         self.ended::<false>(started, attempts, now, false);
     }
 
+    /// An operation that started at `started` and sent `attempts` attempts was dead-lettered
+    /// at `now`. Its latency is that of an operation that did not succeed; the time series
+    /// does not count it among the `failures`.
+    #[cold]
+    pub fn op_dead_lettered(&mut self, started: Instant, attempts: u32, now: Instant) {
+        self.dead_lettered += 1;
+        self.ended::<false>(started, attempts, now, false);
+    }
+
+    /// What every ending records but the time series' count (the caller's).
     #[inline]
     fn ended<const PLAIN: bool>(&mut self, started: Instant, attempts: u32, now: Instant, success: bool) {
         self.makespan_to(now);
-        self.series.op_ended(started, now, success);
         let latency = now.since(started).as_ns();
         self.latency_sum_ns += latency as u128;
         self.ended += 1;
@@ -598,6 +655,7 @@ impl RunRecorder {
             succeeded: self.succeeded,
             failed,
             failed_by: self.failed_by,
+            dead_lettered: self.dead_lettered,
             calls: self.calls,
             server_calls: self.server_calls,
             pool_timeouts: self.pool_timeouts,
@@ -612,6 +670,10 @@ impl RunRecorder {
             duplicates: self.duplicates,
             applied: self.applied,
             failed_but_applied: self.failed_but_applied,
+            dead_lettered_but_applied: self.dead_lettered_but_applied,
+            redriven: self.redriven,
+            redrive_succeeded: self.redrive_succeeded,
+            redeliveries: self.redeliveries,
             idempotency_keys_peak: self.keys_peak,
             lock_expired: self.locks_expired,
             fenced: self.fenced,

@@ -39,7 +39,7 @@ pub const SERIES_MEANING: [(&str, &str); 11] = [
     ("operations per bucket", "operations that ended in success (total: `succeeded`)"),
     (
         "operations per bucket",
-        "operations that ended in failure, those pending at the horizon in the last bucket (total: `failed`)",
+        "operations that ended in failure, those pending at the horizon in the last bucket (total: `failed`); dead-lettered operations are counted in neither this nor `successes`",
     ),
     ("attempts per bucket", "attempts whose client stopped waiting before an answer"),
     ("requests", "requests being served at the bucket's end"),

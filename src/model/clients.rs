@@ -17,7 +17,9 @@ use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::gate::{Admit, Answered, CostClass, Gate};
-use crate::policy::{Decision, FailReason, FailedAttempt, Outcome, RetryAfter, RetryPolicy};
+use crate::policy::{
+    DeadLetter, Decision, FailReason, FailedAttempt, Outcome, RedriveSchedule, RetryAfter, RetryPolicy,
+};
 use rand::SeedableRng;
 use rand_xoshiro::SplitMix64;
 
@@ -26,8 +28,12 @@ use rand_xoshiro::SplitMix64;
 pub enum AfterFailure {
     /// Send the next attempt after this delay.
     Retry(Span),
-    /// The operation ended (failed); maybe a closed-workload client starts its next one.
+    /// The operation ended (failed, or dead-lettered without a re-drive); maybe a
+    /// closed-workload client starts its next one.
     Ended(Option<NextOp>),
+    /// The operation was dead-lettered and is re-driven at `at` ([`Clients::redrive`]); the
+    /// slot stays taken until then.
+    Redrive { at: Instant, next: Option<NextOp> },
 }
 
 /// A closed-workload client's next operation, to be started at `at`.
@@ -57,6 +63,17 @@ pub enum Sent {
     Ended(Option<NextOp>),
 }
 
+/// How operations are delivered, besides the retry policy: a dead-letter queue, and for a
+/// queue workload the consumers' visibility timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delivery {
+    pub dead_letter: Option<DeadLetter>,
+    /// A queue workload's visibility timeout: an attempt (a receive) is waited for this long
+    /// from when a consumer takes it, not from when it is sent, and an error answer does not
+    /// end the wait (a consumer that fails does not delete the message).
+    pub visibility: Option<Span>,
+}
+
 pub struct Clients {
     pub ops: OpTable,
     policy: RetryPolicy,
@@ -71,22 +88,33 @@ pub struct Clients {
     /// Closed workload: operations each client has yet to start.
     remaining: Vec<u32>,
     think: Span,
+    /// The dead-letter queue (`dead_letter`): operations whose tries are used up go there
+    /// instead of failing.
+    dead_letter: Option<DeadLetter>,
+    /// When dead-lettered operations are re-driven (`redrive`).
+    redrives: Option<RedriveSchedule>,
+    /// [`Delivery::visibility`].
+    visibility: Option<Span>,
 }
 
 impl Clients {
     /// `with_extra`: keep per-operation ids (idempotency keys); backoff resets (gRPC
-    /// pushback) need them too and are added here. `ops` is a table to reuse (emptied here; a
-    /// new `OpTable::default()` will do).
+    /// pushback) and a dead-letter queue need them too and are added here. `ops` is a table to
+    /// reuse (emptied here; a new `OpTable::default()` will do).
     pub fn new(
         workload: &Workload,
         policy: RetryPolicy,
         gate: Gate,
         run_seed: u64,
         with_extra: bool,
+        delivery: Delivery,
         mut ops: OpTable,
     ) -> Clients {
-        let with_extra =
-            with_extra || matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::GrpcPushback);
+        let Delivery { dead_letter, visibility } = delivery;
+        let with_extra = with_extra
+            || dead_letter.is_some()
+            || visibility.is_some()
+            || matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::GrpcPushback);
         // Streams nobody reads are not made. Envoy's reading of Retry-After draws from the
         // jitter stream too (`U(v, 1.5 v)`), whatever the backoff.
         let envoy_jitter = policy.retry_after.honor
@@ -104,13 +132,61 @@ impl Clients {
             Workload::Open { .. } => (Vec::new(), Span::ZERO, 1024),
         };
         ops.reset(capacity, with_extra);
-        Clients { ops, policy, controls: !gate.is_empty(), gate, jitter_root, started: 0, remaining, think }
+        let redrives = dead_letter.and_then(|d| d.redrive).map(RedriveSchedule::new);
+        Clients {
+            ops,
+            policy,
+            controls: !gate.is_empty(),
+            gate,
+            jitter_root,
+            started: 0,
+            remaining,
+            think,
+            dead_letter,
+            redrives,
+            visibility,
+        }
     }
 
-    /// Whether the clients are plain: no controls, no per-operation ids, and a plain retry
-    /// policy ([`RetryPolicy::is_plain`]).
+    /// A queue workload's visibility timeout ([`Delivery::visibility`]).
+    #[inline]
+    pub fn visibility(&self) -> Option<Span> {
+        self.visibility
+    }
+
+    /// A consumer took attempt `attempt` of `slot`: whether its visibility timer starts now
+    /// (once per attempt, at the first taking).
+    pub fn starts_visibility(&mut self, slot: u32, attempt: u32) -> bool {
+        let e = self.ops.extra(slot);
+        let first = e.visible_attempt != attempt;
+        e.visible_attempt = attempt;
+        first
+    }
+
+    /// Whether the clients are plain: no controls, no per-operation ids (which a dead-letter
+    /// queue and a visibility timeout need too), and a plain retry policy ([`RetryPolicy::is_plain`]).
     pub fn is_plain(&self) -> bool {
         !self.controls && !self.ops.has_extra() && self.policy.is_plain()
+    }
+
+    /// Attempts of `slot` before the current pass of its retry loop (0 but in a re-drive;
+    /// always 0, compiled for plain clients).
+    #[inline(always)]
+    fn attempt_base<const PLAIN: bool>(&mut self, slot: u32) -> u32 {
+        if !PLAIN && self.ops.has_extra() { self.ops.extra(slot).attempt_base } else { 0 }
+    }
+
+    /// Whether `slot`'s operation was dead-lettered (and is now in its re-drive, if it is
+    /// sending; never, compiled for plain clients).
+    #[inline(always)]
+    pub fn dead_lettered<const PLAIN: bool>(&mut self, slot: u32) -> bool {
+        !PLAIN && self.dead_letter.is_some() && self.ops.extra(slot).dead_lettered
+    }
+
+    /// How many re-drives gave `slot`'s operation a new idempotency key (part of its key).
+    #[inline]
+    pub fn redrive_key(&mut self, slot: u32) -> u8 {
+        if self.dead_letter.is_some() { self.ops.extra(slot).redrive_key } else { 0 }
     }
 
     /// Whether the gate has controls to consult (never, compiled for plain clients).
@@ -153,9 +229,10 @@ impl Clients {
     pub fn send<const PLAIN: bool>(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Sent {
         let controls = self.has_controls::<PLAIN>();
         if controls {
+            let base = self.attempt_base::<PLAIN>(slot);
             let op = self.ops.get(slot);
             let paid = std::mem::take(&mut op.wait_paid);
-            match self.gate.admit(op.client, now, op.attempts + 1, paid) {
+            match self.gate.admit(op.client, now, op.attempts - base + 1, paid) {
                 Admit::Send => {}
                 Admit::Wait(wait) => {
                     self.ops.get(slot).wait_paid = true;
@@ -197,6 +274,10 @@ impl Clients {
         if self.has_controls::<PLAIN>() {
             self.tell_gate(slot, Outcome::Success, now);
         }
+        if self.dead_lettered::<PLAIN>(slot) {
+            rec.redrive_succeeded();
+            return self.end_redrive::<PLAIN>(slot, true);
+        }
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_succeeded::<PLAIN>(started, attempts, now);
@@ -222,12 +303,17 @@ impl Clients {
         if self.has_controls::<PLAIN>() {
             self.tell_gate(slot, outcome, now);
         }
-        let backoff_from = if !PLAIN && self.ops.has_extra() { self.ops.extra(slot).backoff_from } else { 0 };
+        let (backoff_from, base) = if !PLAIN && self.ops.has_extra() {
+            let e = self.ops.extra(slot);
+            (e.backoff_from, e.attempt_base)
+        } else {
+            (0, 0)
+        };
         let op = self.ops.get(slot);
         op.waiting = false;
         let failed = FailedAttempt {
             outcome,
-            attempt: op.attempts,
+            attempt: op.attempts - base,
             k: op.attempts - backoff_from,
             started: op.started,
             now,
@@ -253,8 +339,80 @@ impl Clients {
                 }
                 AfterFailure::Retry(delay)
             }
+            Decision::Stop(FailReason::Exhausted) if !PLAIN && self.dead_letter.is_some() => {
+                self.dead_letter(slot, now, rec)
+            }
             Decision::Stop(reason) => AfterFailure::Ended(self.end_failed::<PLAIN>(slot, reason, now, rec)),
         }
+    }
+
+    /// The operation's tries are used up and it has a dead-letter queue: it is dead-lettered
+    /// (an ending of its own, neither success nor failure), and maybe scheduled for its
+    /// re-drive. A re-drive whose tries are used up again just ends: the operation was
+    /// counted already, and is re-driven once.
+    #[cold]
+    #[inline(never)]
+    fn dead_letter(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> AfterFailure {
+        if self.ops.extra(slot).dead_lettered {
+            return AfterFailure::Ended(self.end_redrive::<false>(slot, false));
+        }
+        self.ops.extra(slot).dead_lettered = true;
+        let op = self.ops.get(slot);
+        let (started, client, attempts) = (op.started, op.client, op.attempts);
+        rec.op_dead_lettered(started, attempts, now);
+        if op.executions > 0 {
+            rec.dead_lettered_but_applied();
+        }
+        if self.controls {
+            self.gate.op_ended(client, false, CostClass::NONE);
+        }
+        let redrive_at = self.redrives.as_mut().and_then(|r| r.schedule(now));
+        // Until its re-drive, the slot is held for it (the model's event names it).
+        if redrive_at.is_some() {
+            self.ops.get(slot).refs += 1;
+        }
+        self.ops.end(slot);
+        let next = self.next_op(client, now);
+        match redrive_at {
+            Some(at) => AfterFailure::Redrive { at, next },
+            None => AfterFailure::Ended(next),
+        }
+    }
+
+    /// The re-drive of the dead-lettered operation in `slot` starts at `now`: the operation
+    /// runs its retry loop again from its first try (a new pass: attempt numbers, backoff and
+    /// deadline start over), with its own idempotency key or a new one. The caller sends the
+    /// first attempt with [`Clients::send`], then lets go of the slot the re-drive held.
+    pub fn redrive(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) {
+        let new_key = self.redrives.as_ref().is_some_and(|r| r.new_key());
+        let initial = self.policy.backoff.initial_state();
+        let op = self.ops.get(slot);
+        debug_assert!(op.ended && op.refs > 0, "a re-drive revives a dead-lettered operation it holds");
+        op.ended = false;
+        op.started = now;
+        op.backoff = initial;
+        let (attempts, client) = (op.attempts, op.client);
+        let e = self.ops.extra(slot);
+        e.attempt_base = attempts;
+        e.backoff_from = attempts;
+        if new_key {
+            e.redrive_key = e.redrive_key.wrapping_add(1);
+        }
+        rec.redriven();
+        if self.controls {
+            self.gate.op_started(client, now);
+        }
+    }
+
+    /// A re-drive ended (`success`, or not): nothing more is counted for the operation, and
+    /// no next operation follows (its client moved on when it was dead-lettered).
+    fn end_redrive<const PLAIN: bool>(&mut self, slot: u32, success: bool) -> Option<NextOp> {
+        if self.has_controls::<PLAIN>() {
+            let (client, last_cost) = (self.ops.get(slot).client, self.ops.get(slot).last_cost);
+            self.gate.op_ended(client, success, if success { last_cost } else { CostClass::NONE });
+        }
+        self.ops.end(slot);
+        None
     }
 
     /// Tells the gate how the attempt the client waited for ended (callers check that there
@@ -275,6 +433,9 @@ impl Clients {
         now: Instant,
         rec: &mut RunRecorder,
     ) -> Option<NextOp> {
+        if self.dead_lettered::<PLAIN>(slot) {
+            return self.end_redrive::<PLAIN>(slot, false);
+        }
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_failed(reason, started, attempts, now);

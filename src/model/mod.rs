@@ -20,10 +20,10 @@ use crate::engine::rng::{Stream, stream};
 use crate::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
 use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, Window};
-use crate::policy::RetryPolicy;
 use crate::policy::gate::{Gate, GateParams};
 use crate::policy::pool::PoolParams;
-use clients::Clients;
+use crate::policy::{DeadLetter, RetryPolicy};
+use clients::{Clients, Delivery};
 use network::{Network, NetworkParams};
 use server::ServerParams;
 use server::idempotency::KeyMode;
@@ -95,6 +95,10 @@ pub struct RunParams {
     pub gate: GateParams,
     /// The idempotency keys the attempts carry.
     pub keys: KeyMode,
+    /// The clients' dead-letter queue, if they have one.
+    pub dead_letter: Option<DeadLetter>,
+    /// A queue workload's visibility timeout ([`Delivery::visibility`]).
+    pub visibility: Option<Span>,
     /// The gateway layers between the clients and the server, client side first.
     pub layers: Vec<RetryPolicy>,
     /// The clients' connection pool, if any.
@@ -106,8 +110,8 @@ pub struct RunParams {
 /// Whether a run with `params` is plain, and takes the queue model's copy compiled for plain
 /// runs ([`queue_model`]'s docs).
 pub fn is_plain_run(params: RunParams) -> bool {
+    let clients = clients(&params, 0, Default::default());
     let ServerKind::Queue(q) = params.server else { return false };
-    let clients = clients(&params.workload, params.retry, &params.gate, params.keys, 0, Default::default());
     let net = Network::new(&params.network, stream(0, Stream::Network));
     let server = server::Server::new(q, 0);
     let layers = !params.layers.is_empty();
@@ -117,30 +121,24 @@ pub fn is_plain_run(params: RunParams) -> bool {
 
 /// The clients of a run, with `ops` (a table to reuse, or a new one); the controls' draws come
 /// from the run's controls stream.
-fn clients(
-    workload: &Workload,
-    retry: RetryPolicy,
-    gate: &GateParams,
-    keys: KeyMode,
-    run_seed: u64,
-    ops: ops::OpTable,
-) -> Clients {
-    let gate = if *gate == GateParams::default() {
+fn clients(params: &RunParams, run_seed: u64, ops: ops::OpTable) -> Clients {
+    let gate = if params.gate == GateParams::default() {
         Gate::none()
     } else {
-        Gate::new(gate, workload.clients(), stream(run_seed, Stream::Controls))
+        Gate::new(&params.gate, params.workload.clients(), stream(run_seed, Stream::Controls))
     };
-    Clients::new(workload, retry, gate, run_seed, keys != KeyMode::None, ops)
+    let keys = params.keys != KeyMode::None;
+    let delivery = Delivery { dead_letter: params.dead_letter, visibility: params.visibility };
+    Clients::new(&params.workload, params.retry, gate, run_seed, keys, delivery, ops)
 }
 
 /// One replication with the run's master seed and a chosen event queue. The run reuses the
 /// buffers the thread's previous run left ([`workspace`]).
 pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMetrics {
     let mut ws = Workspace::<C>::take();
-    let RunParams { workload, network, server, horizon, bucket, retry, gate, keys, layers, pool, windows } =
-        params;
+    let clients = clients(&params, run_seed, ws.ops());
+    let RunParams { workload, network, server, horizon, bucket, keys, layers, pool, windows, .. } = params;
     let net = Network::new(&network, stream(run_seed, Stream::Network));
-    let clients = clients(&workload, retry, &gate, keys, run_seed, ws.ops());
     let horizon = crate::engine::Instant::ZERO + horizon;
     let series = TimeSeries::new(bucket, horizon);
     let latency = ws.latency();

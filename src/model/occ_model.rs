@@ -161,6 +161,9 @@ impl Model for OccModel {
                             None
                         }
                         AfterFailure::Ended(next) => next,
+                        AfterFailure::Redrive { .. } => {
+                            unreachable!("validation refuses dead_letter with the occ server")
+                        }
                     }
                 };
                 if let Some(NextOp { client, at }) = next {

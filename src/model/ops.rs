@@ -47,9 +47,20 @@ pub struct OpExtra {
     /// How many operations this slot held before this one: with the slot, the operation's
     /// unique id ([`OpTable::id`], idempotency keys).
     generation: u32,
-    /// Attempts before the backoff was last reset (a gRPC pushback): the next retry is number
-    /// `attempts - backoff_from` for the backoff's formula.
+    /// Attempts before the backoff was last reset (a gRPC pushback, or a re-drive): the next
+    /// retry is number `attempts - backoff_from` for the backoff's formula.
     pub backoff_from: u32,
+    /// Attempts before the current pass of the retry loop (its re-drive, if any): the pass's
+    /// attempt numbers count from it, while attempt numbers keep increasing over the
+    /// operation's life (answers are matched by them).
+    pub attempt_base: u32,
+    /// The operation was dead-lettered: it is counted so, whatever its re-drive does.
+    pub dead_lettered: bool,
+    /// How many re-drives gave it a new idempotency key (part of the key).
+    pub redrive_key: u8,
+    /// The attempt whose visibility timer runs (a queue workload: the timer starts when a
+    /// consumer takes the message, once per attempt).
+    pub visible_attempt: u32,
 }
 
 impl Op {
@@ -113,7 +124,7 @@ impl OpTable {
                 self.slots[i as usize] = op;
                 if self.with_extra {
                     let e = &mut self.extra[i as usize];
-                    *e = OpExtra { generation: e.generation.wrapping_add(1), backoff_from: 0 };
+                    *e = OpExtra { generation: e.generation.wrapping_add(1), ..OpExtra::default() };
                 }
                 i
             }
@@ -193,10 +204,15 @@ impl OpTable {
     }
 
     /// Operations that have started and not ended (for the horizon's `unfinished`), in slot
-    /// order (deterministic).
+    /// order (deterministic). A dead-lettered operation's re-drive is not listed: the
+    /// operation ended when it was dead-lettered.
     pub fn pending(&self) -> impl Iterator<Item = &Op> {
         // Freed slots always hold an ended operation, so they are not listed.
-        self.slots.iter().filter(|op| !op.ended)
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(i, op)| !op.ended && !self.extra.get(*i).is_some_and(|e| e.dead_lettered))
+            .map(|(_, op)| op)
     }
 }
 

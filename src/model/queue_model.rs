@@ -82,6 +82,8 @@ pub enum Kind {
     PoolWait,
     /// The rate limiter lets attempt `b` of operation `a` (fields as `Arrive`) go on.
     Released,
+    /// The dead-lettered operation `a` is re-driven: it sends its first attempt again.
+    Redrive,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -154,6 +156,10 @@ impl Ev {
     #[inline(always)]
     pub fn layer_timeout(ticket: u32, attempt: u32) -> Ev {
         Ev::of(Kind::LayerTimeout, ticket, attempt, 0)
+    }
+    #[inline(always)]
+    pub fn redrive(op: u32) -> Ev {
+        Ev::of(Kind::Redrive, op, 0, 0)
     }
 }
 
@@ -343,7 +349,8 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             | Kind::Timeout
             | Kind::Connected
             | Kind::PoolWait
-            | Kind::Released => self.clients.ops.prefetch(next.a),
+            | Kind::Released
+            | Kind::Redrive => self.clients.ops.prefetch(next.a),
             Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
             _ => {}
         }
@@ -415,6 +422,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                 self.clients.ops.release(op);
             }
             Kind::CapacityRestored => self.start_waiting(s),
+            Kind::Redrive => self.redrive(a, s),
             Kind::LayerSend => {
                 self.layer_send(a, s);
                 self.layer_release(a);
@@ -482,7 +490,14 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         gives_up_at: Instant,
         s: &mut Scheduler<Ev, Q>,
     ) {
-        let Some(delay) = self.request_hop() else { return };
+        let Some(delay) = self.request_hop() else {
+            if !PLAIN && self.clients.visibility().is_some() {
+                // A receive whose message never reached a consumer: it is visible again
+                // after the timeout all the same.
+                self.received(op, attempt, s);
+            }
+            return;
+        };
         // The request holds a reference on its operation until its answer is handled.
         self.clients.ops.get(op).refs += 1;
         if self.instant_net() {
@@ -621,6 +636,13 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     #[inline(always)]
     fn admitted<Q: EventQueue<Ev>>(&mut self, req: Request, arrival: Arrival, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
+        if !PLAIN
+            && !matches!(arrival, Arrival::Queued | Arrival::Delayed(_))
+            && self.clients.visibility().is_some()
+        {
+            // A consumer took the message now (a queued one when a worker takes it).
+            self.received(req.op, req.attempt, s);
+        }
         match arrival {
             Arrival::Answered(o) => {
                 self.rec.rejected(now);
@@ -661,6 +683,19 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         self.admitted(req, arrival, s)
     }
 
+    /// A consumer took attempt `attempt` of `op` (a queue workload): its visibility timer
+    /// starts, once per attempt. When it runs out before the message is acknowledged, the
+    /// message is visible again (a `Timeout`).
+    #[cold]
+    #[inline(never)]
+    fn received<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, s: &mut Scheduler<Ev, Q>) {
+        let Some(visibility) = self.clients.visibility() else { return };
+        if self.clients.starts_visibility(op, attempt) {
+            self.clients.ops.get(op).refs += 1;
+            s.schedule_in(visibility, Ev::timeout(op, attempt));
+        }
+    }
+
     /// The dedup store answered `req` at once with `reply` (out of line, so that the event
     /// loop does not inline the client's answer handling a second time).
     #[inline(never)]
@@ -670,11 +705,12 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     }
 
     /// The idempotency key a request of operation `op` carries (only called when keys are
-    /// made).
+    /// made): its own, or a new one per re-drive that asked for one.
     #[cold]
     #[inline(never)]
-    fn key_tag(&self, op: u32) -> KeyTag {
-        KeyTag::new(self.keys, self.clients.ops.id(op))
+    fn key_tag(&mut self, op: u32) -> KeyTag {
+        let redrive = self.clients.redrive_key(op);
+        KeyTag::new(self.keys, self.clients.ops.id(op), redrive)
     }
 
     #[inline]
@@ -693,12 +729,20 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if completion == Completion::Applied {
             let op = self.clients.ops.get(req.op);
             op.executions += 1;
-            self.rec.side_effect(op.executions, now);
-            if op.executions == 1 && op.ended {
-                // An operation that ended in success had its effect already (a success answer
-                // comes from its execution, or from the store that recorded one), so this one
-                // ended in failure: the client gave up before its effect happened.
-                self.rec.failed_but_applied();
+            let (executions, ended) = (op.executions, op.ended);
+            self.rec.side_effect(executions, now);
+            if executions == 1 {
+                if self.clients.dead_lettered::<PLAIN>(req.op) {
+                    // Dead-lettered before its first effect, which came late or from its
+                    // re-drive.
+                    self.rec.dead_lettered_but_applied();
+                } else if ended {
+                    // An operation that ended in success had its effect already (a success
+                    // answer comes from its execution, or from the store that recorded one),
+                    // so this one ended in failure: the client gave up before its effect
+                    // happened.
+                    self.rec.failed_but_applied();
+                }
             }
         }
         if req.gives_up_at < now {
@@ -727,7 +771,11 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             match next {
                 Next::Started { worker, service, waited } => {
                     self.rec.service_started(waited);
-                    s.schedule_in(service, Ev::done(worker))
+                    s.schedule_in(service, Ev::done(worker));
+                    if !PLAIN && self.clients.visibility().is_some() {
+                        let req = *self.server.serving(worker);
+                        self.received(req.op, req.attempt, s);
+                    }
                 }
                 Next::Dropped(req) => self.unanswered(req, s),
             }
@@ -786,18 +834,39 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if matches!(reply.outcome, Outcome::Success) {
             let next = self.clients.succeed::<PLAIN>(op, s.now(), &mut self.rec);
             self.next_op(next, s);
-        } else {
+        } else if PLAIN || self.clients.visibility().is_none() {
             self.failed(op, reply, s);
         }
+        // A queue workload's consumer that fails does not delete the message: it is visible
+        // again when its visibility timeout runs out.
     }
 
     /// The attempt the client was waiting for failed: retry after the backoff, or end.
     fn failed<Q: EventQueue<Ev>>(&mut self, op: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
         let retry_after = reply.retry_after.decode();
         match self.clients.fail::<PLAIN>(op, reply.outcome, retry_after, s.now(), &mut self.rec) {
-            AfterFailure::Retry(delay) => s.schedule_in(delay, Ev::send(op)),
+            AfterFailure::Retry(delay) => {
+                if !PLAIN && self.clients.visibility().is_some() {
+                    self.rec.redelivered();
+                }
+                s.schedule_in(delay, Ev::send(op))
+            }
             AfterFailure::Ended(next) => self.next_op(next, s),
+            AfterFailure::Redrive { at, next } => {
+                s.schedule_at(at, Ev::redrive(op));
+                self.next_op(next, s)
+            }
         }
+    }
+
+    /// The dead-lettered operation `op` is re-driven: it sends its first attempt again, and
+    /// the slot its re-drive held is let go.
+    #[cold]
+    #[inline(never)]
+    fn redrive<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
+        self.clients.redrive(op, s.now(), &mut self.rec);
+        self.send(op, s);
+        self.clients.ops.release(op);
     }
 
     /// A request from the client went over the network: to the first gateway layer, or to

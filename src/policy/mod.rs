@@ -5,6 +5,7 @@
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod dead_letter;
 pub mod decision;
 pub mod gate;
 pub mod pool;
@@ -20,6 +21,7 @@ pub use budget::{
     ConcurrencyBudget, ConcurrencyBudgetParams, GrpcThrottle, GrpcThrottleParams, RatioBudget,
     RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
 };
+pub use dead_letter::{DeadLetter, Redrive, RedriveSchedule, RedriveWhen};
 pub use decision::{Decision, FailReason, FailedAttempt, RetryPermission, RetryPolicy};
 pub use retry_after::{RetryAfter, RetryAfterMode, RetryAfterPolicy, RetryDelay};
 pub use retry_on::{Outcome, RetryOn};

@@ -385,6 +385,73 @@ fn cases() -> Vec<Case> {
             stderr: &["`server.idempotency.release`", "delete, compare-and-delete"],
         },
         Case {
+            what: "dead_letter.after above max_attempts",
+            text: replaced("max_attempts = 3", "max_attempts = 3\ndead_letter = { after = 5 }"),
+            args: &[],
+            stderr: &["`strategies.fj.dead_letter.after`", "above max_attempts = 3"],
+        },
+        Case {
+            what: "dead_letter.after 0",
+            text: replaced("max_attempts = 3", "max_attempts = 3\ndead_letter = { after = 0 }"),
+            args: &[],
+            stderr: &["`client.dead_letter.after`", "at least 1"],
+        },
+        Case {
+            what: "dead_letter with unlimited attempts",
+            text: replaced("max_attempts = 3", "dead_letter = {}"),
+            args: &[],
+            stderr: &["`strategies.fj.dead_letter.after`", "unlimited"],
+        },
+        Case {
+            what: "a re-drive without a dead-letter queue",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nredrive = { after = \"10m\" }"),
+            args: &[],
+            stderr: &["`strategies.fj.redrive`", "add dead_letter"],
+        },
+        Case {
+            what: "a re-drive with at and after",
+            text: replaced(
+                "max_attempts = 3",
+                "max_attempts = 3\ndead_letter = { after = 3 }\nredrive = { at = \"2h\", after = \"10m\" }",
+            ),
+            args: &[],
+            stderr: &["`strategies.fj.redrive`", "exactly one of at"],
+        },
+        Case {
+            what: "a re-drive at rate 0",
+            text: replaced(
+                "max_attempts = 3",
+                "max_attempts = 3\ndead_letter = { after = 3 }\nredrive = { at = \"2h\", rate = 0 }",
+            ),
+            args: &[],
+            stderr: &["`client.redrive.rate`", "must be > 0"],
+        },
+        Case {
+            what: "visibility_timeout 0",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20",
+                "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"\nvisibility_timeout = \"0s\"",
+            )
+            .replace("queue = 0\n", "")
+            .replace("max_attempts = 3\n", ""),
+            args: &[],
+            stderr: &["`workload.visibility_timeout`", "must be > 0"],
+        },
+        Case {
+            what: "max_attempts with a queue workload",
+            text: replaced("kind = \"closed\"\nclients = 20", "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"")
+                .replace("queue = 0\n", ""),
+            args: &[],
+            stderr: &["`strategies.fj.max_attempts`", "workload.max_receive_count"],
+        },
+        Case {
+            what: "a bounded queue in front of a queue workload's consumers",
+            text: replaced("kind = \"closed\"\nclients = 20", "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"")
+                .replace("max_attempts = 3\n", ""),
+            args: &[],
+            stderr: &["`server.queue`", "remove server.queue"],
+        },
+        Case {
             what: "unknown on_in_progress",
             text: replaced("queue = 0", "queue = 0\nidempotency = { on_in_progress = \"block\" }"),
             args: &[],

@@ -439,6 +439,9 @@ struct StrategyCase {
     honor_dont_retry: bool,
     /// A connection pool (queue server without network loss only, validated).
     pool: Option<Pool>,
+    /// `dead_letter.after` (kept at most the strategy's `max_attempts`) and the re-drive: after
+    /// so many ms, with a new key or not (queue server only).
+    dead_letter: Option<(u32, Option<(u32, bool)>)>,
 }
 
 #[derive(Clone, Debug)]
@@ -636,6 +639,14 @@ impl Case {
             lines.push(format!("idempotency = \"{}\"", s.keys));
             lines.push(format!("honor_dont_retry = {}", s.honor_dont_retry));
             lines.extend(s.pool.as_ref().map(|p| format!("pool = {}", p.toml())));
+            if let Some((after, redrive)) = s.dead_letter.filter(|_| self.server.is_some()) {
+                let after = self.max_attempts(s).map_or(after, |max| after.min(max));
+                lines.push(format!("dead_letter = {{ after = {after} }}"));
+                if let Some((after_ms, new_key)) = redrive {
+                    let key = if new_key { "new" } else { "same" };
+                    lines.push(format!("redrive = {{ after = \"{after_ms}ms\", key = \"{key}\" }}"));
+                }
+            }
         }
         lines.join("\n") + "\n"
     }
@@ -673,6 +684,7 @@ fn case() -> impl Strategy<Value = Case> {
                 prop_oneof![Just("none"), Just("per-op"), Just("per-attempt")],
                 any::<bool>(),
                 prop_oneof![2 => Just(None), 1 => pool().prop_map(Some)],
+                proptest::option::of((1..=6u32, proptest::option::of((0..=2_000u32, any::<bool>())))),
             ),
             1..=3,
         ),
@@ -697,13 +709,16 @@ fn case() -> impl Strategy<Value = Case> {
                     retry_on,
                     strategies: strategies
                         .into_iter()
-                        .map(|(backoff, max_attempts, keys, honor_dont_retry, pool)| StrategyCase {
-                            backoff,
-                            max_attempts,
-                            keys,
-                            honor_dont_retry,
-                            // A pool needs the queue server and a lossless network (validated).
-                            pool: pool.filter(|_| !occ && !lossy),
+                        .map(|(backoff, max_attempts, keys, honor_dont_retry, pool, dead_letter)| {
+                            StrategyCase {
+                                backoff,
+                                max_attempts,
+                                keys,
+                                honor_dont_retry,
+                                // A pool needs the queue server and a lossless network (validated).
+                                pool: pool.filter(|_| !occ && !lossy),
+                                dead_letter: dead_letter.filter(|_| !occ),
+                            }
                         })
                         .collect(),
                 }
@@ -720,8 +735,24 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     let failed_by = |r: FailReason| m.failed_by[r as usize];
     let occ = c.server.is_none();
 
-    // Every operation ends exactly once: success, one failure reason, or unfinished.
-    prop_assert_eq!(m.succeeded + m.failed, m.ops, "succeeded + failed != ops");
+    // Every operation ends exactly once: success, one failure reason (unfinished included),
+    // or dead-lettered; a re-drive changes none of these counts.
+    prop_assert_eq!(
+        m.succeeded + m.failed + m.dead_lettered,
+        m.ops,
+        "succeeded + failed + dead_lettered != ops"
+    );
+    let dead_letter = s.dead_letter.filter(|_| !occ);
+    let redrive = dead_letter.and_then(|(_, r)| r);
+    if dead_letter.is_none() {
+        prop_assert_eq!((m.dead_lettered, m.dead_lettered_but_applied), (0, 0), "no dead-letter queue");
+    } else {
+        prop_assert_eq!(failed_by(FailReason::Exhausted), 0, "used-up tries are dead-lettered, not failed");
+    }
+    if redrive.is_none() {
+        prop_assert_eq!(m.redriven, 0, "no re-drive");
+    }
+    prop_assert!(m.redrive_succeeded <= m.redriven && m.redriven <= m.dead_lettered, "{m:?}");
     prop_assert_eq!(m.failed, m.failed_by.iter().sum::<u64>(), "failed != sum of failed_by");
     if m.ops > 0 {
         prop_assert_eq!(m.amplification(), m.calls as f64 / m.ops as f64);
@@ -737,12 +768,15 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     } else {
         prop_assert!(m.calls >= m.ops, "calls {} < ops {}", m.calls, m.ops);
     }
-    if let Some(max) = c.max_attempts(s) {
-        prop_assert!(m.calls <= max as u64 * m.ops, "calls {} > {max} x ops {}", m.calls, m.ops);
+    // A re-drive is a new pass of the retry loop.
+    let passes = m.ops + m.redriven;
+    let tries = c.max_attempts(s).map(|max| dead_letter.map_or(max, |(after, _)| after.min(max)));
+    if let Some(max) = tries {
+        prop_assert!(m.calls <= max as u64 * passes, "calls {} > {max} x passes {}", m.calls, passes);
         if max == 1 && !occ {
-            prop_assert_eq!(m.calls, m.ops, "max_attempts = 1 means no retries");
+            prop_assert_eq!(m.calls, passes, "max_attempts = 1 means no retries");
         }
-    } else {
+    } else if dead_letter.is_none() {
         prop_assert_eq!(failed_by(FailReason::Exhausted), 0, "unlimited attempts are never exhausted");
     }
     if c.deadline_ms.is_none() {
@@ -788,17 +822,21 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     } else {
         prop_assert_eq!(
             m.applied,
-            m.succeeded + m.failed_but_applied,
-            "applied != succeeded + failed_but_applied"
+            m.succeeded + m.failed_but_applied + m.dead_lettered_but_applied,
+            "applied != succeeded + failed_but_applied + dead_lettered_but_applied"
         );
         prop_assert!(m.failed_but_applied <= m.failed);
+        prop_assert!(m.dead_lettered_but_applied <= m.dead_lettered);
     }
     // The dedup store: per-op keys kept longer than the run never execute an operation twice,
     // unless a lock expires under work and no fencing stops the late holder; without a store
     // or without keys nothing is stored. Fencing refuses only work whose lock expired.
     let store = c.server.as_ref().and_then(|q| q.stages.idempotency);
     let lock = c.server.as_ref().and_then(|q| q.stages.lock);
-    let kept_all_run = store.is_some_and(|(ttl_ms, _)| ttl_ms >= c.horizon_ms) && s.keys == "per-op";
+    // (A re-drive with a new key executes again by design.)
+    let kept_all_run = store.is_some_and(|(ttl_ms, _)| ttl_ms >= c.horizon_ms)
+        && s.keys == "per-op"
+        && !redrive.is_some_and(|(_, new_key)| new_key);
     if kept_all_run && (lock.is_none_or(|(_, _, fencing)| fencing) || m.lock_expired == 0) {
         prop_assert_eq!(m.duplicates, 0, "per-op keys kept for the whole run, yet duplicates");
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 38] = [
+const METRICS: [&str; 43] = [
     "ops",
     "succeeded",
     "failed",
@@ -20,6 +20,7 @@ const METRICS: [&str; 38] = [
     "failed_breaker",
     "failed_throttled",
     "failed_unfinished",
+    "dead_lettered",
     "calls",
     "amplification",
     "server_calls",
@@ -36,6 +37,10 @@ const METRICS: [&str; 38] = [
     "duplicates",
     "applied",
     "failed_but_applied",
+    "dead_lettered_but_applied",
+    "redriven",
+    "redrive_succeeded",
+    "redeliveries",
     "idempotency_keys_peak",
     "lock_expired",
     "fenced",
@@ -366,6 +371,8 @@ backoff = { kind = "full-jitter", base = "20ms", cap = "1s" }
 name = "per-attempt"
 idempotency = "per-attempt"
 backoff = { kind = "none" }
+dead_letter = { after = 3 }
+redrive = { after = "1s", rate = 100.0, key = "new" }
 
 [sweep]
 "server.idempotency.on_in_progress" = ["conflict", "wait"]
@@ -417,13 +424,27 @@ fn every_stage_on_gives_identical_files_and_series_that_add_up_to_the_summary() 
             assert!(total("server_calls") > total("offered"), "{shown}: the layer's retries");
         }
         // The scenario exercises what it claims.
-        assert!(total("rejected") > 0.0 && summary("failed") > 0.0, "{shown}");
+        assert!(total("rejected") > 0.0 && summary("failed") + summary("dead_lettered") > 0.0, "{shown}");
         if strategy == "per-op" {
             assert_eq!(summary("duplicates"), 0.0, "{shown}");
             assert!(summary("idempotency_keys_peak") > 0.0);
         } else {
             assert!(summary("duplicates") > 0.0, "{shown}");
         }
-        assert!(close(summary("applied"), summary("succeeded") + summary("failed_but_applied")), "{shown}");
+        assert!(
+            close(summary("ops"), summary("succeeded") + summary("failed") + summary("dead_lettered")),
+            "{shown}"
+        );
+        assert!(
+            close(
+                summary("applied"),
+                summary("succeeded") + summary("failed_but_applied") + summary("dead_lettered_but_applied")
+            ),
+            "{shown}"
+        );
+        if strategy == "per-attempt" {
+            // Its tries run out into the dead-letter queue, which is re-driven.
+            assert!(summary("dead_lettered") > 0.0 && summary("redriven") > 0.0, "{shown}");
+        }
     }
 }

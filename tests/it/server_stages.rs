@@ -59,7 +59,7 @@ fn failed(m: &RunMetrics, r: FailReason) -> u64 {
 /// Every operation whose effect happened either succeeded or is counted as failed but applied
 /// (a success always comes from an execution, or from the store that recorded one).
 fn check_ambiguous_outcomes(m: &RunMetrics) {
-    assert_eq!(m.applied, m.succeeded + m.failed_but_applied, "{m:?}");
+    assert_eq!(m.applied, m.succeeded + m.failed_but_applied + m.dead_lettered_but_applied, "{m:?}");
     assert!(m.failed_but_applied <= m.failed);
     assert!(m.applied <= m.ops);
 }

@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests' modules (`use crate::support::...`).
 
+use retrysim::assembly::simulate;
+use retrysim::engine::rng::run_seed;
 use retrysim::experiment::{self, Experiment, Overrides};
+use retrysim::metrics::RunMetrics;
 use std::path::{Path, PathBuf};
 
 /// A shipped experiment file (`experiments/NAME`).
@@ -55,4 +58,34 @@ impl Table {
         let cell = self.get(row, name);
         cell.parse().unwrap_or_else(|_| panic!("{name} = {cell:?} is not a number"))
     }
+}
+
+/// The first run of each (point, strategy) of the experiment `text` with `--set KEY=VALUE`
+/// changes, with the point's swept values (for scripted, deterministic scenarios).
+pub fn first_runs(text: &str, set: &[(&str, &str)]) -> Vec<(Vec<String>, RunMetrics)> {
+    let overrides = Overrides {
+        set: set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..Default::default()
+    };
+    let exp = experiment::load_str(text, "test.toml", &overrides).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = Vec::new();
+    for point in &exp.points {
+        for strategy in &point.strategies {
+            out.push((point.values.clone(), simulate(&point.spec, strategy, run_seed(exp.seed, 0))));
+        }
+    }
+    out
+}
+
+/// The run of [`first_runs`] at the point whose swept values are `point`.
+pub fn at_point<'a>(runs: &'a [(Vec<String>, RunMetrics)], point: &[&str]) -> &'a RunMetrics {
+    &runs.iter().find(|(p, _)| p == point).unwrap_or_else(|| panic!("no point {point:?}")).1
+}
+
+/// Every operation ends once (succeeded, failed or dead-lettered), and every applied one is
+/// one of them; re-drives never outnumber dead letters.
+pub fn check_endings(m: &RunMetrics) {
+    assert_eq!(m.ops, m.succeeded + m.failed + m.dead_lettered, "{m:?}");
+    assert_eq!(m.applied, m.succeeded + m.failed_but_applied + m.dead_lettered_but_applied, "{m:?}");
+    assert!(m.redrive_succeeded <= m.redriven && m.redriven <= m.dead_lettered, "{m:?}");
 }

@@ -388,7 +388,7 @@ fn keys_of_another_kind_say_so() {
     let e = err(&MINIMAL.replace("clients = 20", "clients = 20\nrate = 5.0"));
     let (key, suggestion, help) = unknown(&e);
     assert_eq!((key, suggestion), ("workload.rate", None));
-    assert!(help.unwrap().contains("belongs to workload kind open, not to kind = \"closed\""), "{e}");
+    assert!(help.unwrap().contains("belongs to workload kind open, queue, not to kind = \"closed\""), "{e}");
 }
 
 #[test]
@@ -423,7 +423,7 @@ fn wrong_kinds_list_the_valid_ones() {
     let e = err(&MINIMAL.replace("concurrency = 4", "kind = \"stack\""));
     assert!(invalid_at(&e).1.contains("queue, occ"), "{e}");
     let e = err(&MINIMAL.replace("kind = \"closed\"", "kind = 3"));
-    assert!(invalid_at(&e).1.contains("one of: closed, open, serial; found a integer"), "{e}");
+    assert!(invalid_at(&e).1.contains("one of: closed, open, serial, queue; found a integer"), "{e}");
     let fault = format!("{MINIMAL}[[server.faults]]\nkind = \"brownout\"\n");
     assert_eq!(invalid_at(&err(&fault)).0, "server.faults[0].kind");
 }

@@ -4,8 +4,8 @@
 //! --markdown` prints it.
 
 use super::{
-    BACKOFF, BREAKER, BUDGET, CLIENT, DIST, ERROR, FAULT, IDEMPOTENCY, LAYER, NETWORK, OUTPUT, OVERLOAD,
-    RATE_LIMIT, ROOT, SERVER, STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
+    BACKOFF, BREAKER, BUDGET, CLIENT, DEAD_LETTER, DIST, ERROR, FAULT, IDEMPOTENCY, LAYER, NETWORK, OUTPUT,
+    OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SERVER, STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
 };
 use super::{Field, IfAbsent, Range, Table, Tagged, Ty};
 
@@ -86,6 +86,8 @@ pub fn reference() -> String {
     }
     section("Client-side throttling (`throttle = { kind = ... }`)", "", variants(&THROTTLE));
     section("Gateway layers (`layers = [{ ... }, ...]`)", "", table(&LAYER));
+    section("Dead-letter queue (`dead_letter = { ... }`)", "", table(&DEAD_LETTER));
+    section("Re-drive (`redrive = { ... }`)", "", table(&REDRIVE));
     section("`[output]`", "", table(&OUTPUT));
     section(
         "`[sweep]`",

@@ -429,8 +429,47 @@ pub static WORKLOAD: Tagged = Tagged {
                 ),
             ],
         },
+        Variant {
+            kind: "queue",
+            doc: "messages in a queue (SQS-style), taken by consumers: the `[server]`'s `concurrency` workers, processing each for its `service_time`, behind its admission stages (the service they call, with its idempotency store); a message not acknowledged within `visibility_timeout` of being taken is delivered again; a consumer's error does not delete it. A strategy sets `backoff` (the delay after the timeout before the message is visible again; `none`: at once), `idempotency` (a key per message) and `redrive`; the queue sets the rest",
+            fields: QUEUE_WORKLOAD,
+        },
     ],
 };
+
+/// The keys of `[workload] kind = "queue"`.
+const QUEUE_WORKLOAD: &[Field] = &[
+    f("rate", Ty::Num, Required, "messages sent to the queue per second")
+        .range(Range::AtLeast(0.0))
+        .message("{v} is not a rate: write messages per second as a number >= 0, e.g. 10.0"),
+    f("duration", Ty::Duration, Required, "how long messages arrive")
+        .range(POSITIVE)
+        .message("must be > 0: how long messages arrive, e.g. \"60s\""),
+    f(
+        "arrivals",
+        Ty::Choice(&["poisson", "fixed"]),
+        Value("\"poisson\""),
+        "`poisson`: a Poisson stream of messages; `fixed`: one every 1 / rate",
+    ),
+    f(
+        "visibility_timeout",
+        Ty::Duration,
+        Value("\"30s\""),
+        "a message a consumer took and did not acknowledge within this becomes visible again and is delivered again (SQS's default, 30 s)",
+    )
+    .range(POSITIVE)
+    .message("must be > 0: how long a taken message stays invisible, e.g. \"30s\" (Lambda's guidance: at least 6 x the function timeout)"),
+    f(
+        "max_receive_count",
+        U32,
+        Absent("no limit: a message is delivered until it is acknowledged"),
+        "deliveries of a message before it moves to the dead-letter queue (`dead_lettered`; SQS's maxReceiveCount)",
+    )
+    .range(Range::Between(1.0, 1000.0))
+    .message("must be from 1 to 1000 (SQS's range)"),
+    f("ack_loss", Ty::Num, Value("0.0"), "probability that a consumer's acknowledgement (the delete) is lost: the message is delivered again")
+        .range(PROBABILITY),
+];
 
 pub static RATE_STEP: Table = Table {
     partial: false,
@@ -847,11 +886,62 @@ macro_rules! policy_fields {
             f("pool", Ty::Table(&POOL), Absent("no pool: every attempt is sent at once"), "a connection pool: attempts wait in the client for one of `size` connections (the Go MongoDB driver)")
                 .rules("queue server only; not with layers or network loss"),
             f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
+            f("dead_letter", Ty::Table(&DEAD_LETTER), Absent("none: an operation whose tries are used up fails (failed_exhausted)"), "a dead-letter queue: an operation whose tries are used up is dead-lettered (dead_lettered) instead of failed")
+                .rules("queue server only"),
+            f("redrive", Ty::Table(&REDRIVE), Absent("none: dead-lettered operations stay"), "send the dead-letter queue again later, each item once, through the same retry policy (redriven, redrive_succeeded)")
+                .rules("needs dead_letter"),
         ]
     };
 }
 
 pub static CLIENT: Table = Table { partial: true, fields: policy_fields!() };
+
+pub static DEAD_LETTER: Table = Table {
+    partial: false,
+    fields: &[f(
+        "after",
+        U32,
+        Absent("max_attempts"),
+        "tries after which an operation is dead-lettered (a batch job's DLQ after 5 tries)",
+    )
+    .range(Range::AtLeast(1.0))
+    .message("must be at least 1 (it counts the first try)")
+    .rules("<= max_attempts")],
+};
+
+pub static REDRIVE: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "at",
+            Ty::Duration,
+            Absent("none"),
+            "re-drive the whole queue at this moment (by a person): what it holds then; later items stay",
+        )
+        .rules("exactly one of at and after"),
+        f(
+            "after",
+            Ty::Duration,
+            Absent("none"),
+            "re-drive each item this long after it was dead-lettered (automatic)",
+        )
+        .rules("exactly one of at and after"),
+        f(
+            "rate",
+            Ty::Num,
+            Absent("all at once"),
+            "items re-driven per second at most, in the order they were dead-lettered",
+        )
+        .range(POSITIVE)
+        .message("must be > 0 items per second; leave it out to re-drive every item at once"),
+        f(
+            "key",
+            Ty::Choice(&["same", "new"]),
+            Value("\"same\""),
+            "the idempotency key a re-driven item carries: its own (the store answers a paid item from its result) or a new one (it executes again)",
+        ),
+    ],
+};
 
 pub static STRATEGY: Table = Table {
     partial: true,

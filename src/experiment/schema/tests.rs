@@ -154,6 +154,13 @@ name = "grpc"
 backoff = { kind = "proportional-jitter", base = "10ms", cap = "1s", multiplier = 1.6, p = 0.2 }
 budget = { kind = "grpc-throttle", max_tokens = 10.0, token_ratio = 0.1 }
 throttle = { kind = "aws-adaptive", scope = "client" }
+dead_letter = { after = 3 }
+redrive = { at = "2s", rate = 5.0, key = "new" }
+[[strategies]]
+name = "dlq-after"
+backoff = { kind = "none" }
+dead_letter = {}
+redrive = { after = "1s" }
 [[strategies]]
 name = "ratio"
 backoff = { kind = "decorrelated-jitter", base = "5ms", cap = "1s" }
@@ -280,7 +287,13 @@ backoff = { kind = "constant", base = "1ms" }
         load_str(&with, "limiter.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{limiter}: {e}"));
         limiters.push_str(limiter);
     }
-    let text = format!("{text}{closed}{constant}{serial}{limiters}");
+    let queue = constant.replace(
+        "kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n",
+        "kind = \"queue\"\nrate = 5.0\nduration = \"1s\"\narrivals = \"fixed\"\nvisibility_timeout = \"30s\"\nmax_receive_count = 5\nack_loss = 0.01\n",
+    );
+    assert!(queue.contains("kind = \"queue\""), "test bug: the closed workload was not replaced");
+    load_str(&queue, "queue.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;

@@ -59,6 +59,7 @@ fn check(spec: &ExperimentSpec) -> Check {
         }
     }
     workload(&spec.workload)?;
+    queue_workload(spec)?;
     dist("network.latency", &spec.network.latency)?;
     match &spec.server {
         ServerSpec::Queue(q) => queue_server(q)?,
@@ -103,6 +104,7 @@ fn workload(w: &WorkloadSpec) -> Check {
             }
             at_most("workload.clients", *clients, MAX_CLIENTS, "clients")
         }
+        WorkloadSpec::Queue { .. } => Ok(()),
         WorkloadSpec::Open { rate, schedule, clients, arrivals, first_call, rate_changes, .. } => {
             if *rate_changes != RateChangesSpec::Exact && *arrivals == ArrivalsSpec::Fixed {
                 fail(
@@ -275,11 +277,64 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("throttle", p.throttle.is_some(), "client-side throttling"),
             ("layers", !p.layers.is_empty(), "a gateway layer"),
             ("pool", p.pool.is_some(), "a connection pool"),
+            ("dead_letter", p.dead_letter.is_some(), "a dead-letter queue"),
+            ("redrive", p.redrive.is_some(), "a re-drive"),
         ];
         for (k, present, what) in unsupported {
             if present {
                 fail(format!("{key}.{k}"), reason(what))?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// A queue workload: the consumers are a queue server's workers, with the queue (SQS) in front
+/// of them unbounded, and the queue, not the strategy, decides when a message is delivered
+/// again and when it is dead-lettered.
+fn queue_workload(spec: &ExperimentSpec) -> Check {
+    let WorkloadSpec::Queue { max_receive_count, .. } = spec.workload else { return Ok(()) };
+    match &spec.server {
+        ServerSpec::Occ {} => fail(
+            "server.kind",
+            "a queue workload's consumers are the queue server's workers: use server.kind = \"queue\"",
+        )?,
+        ServerSpec::Queue(q) if q.queue.is_some() => fail(
+            "server.queue",
+            "with a queue workload the messages wait in the queue, which has no bound: remove server.queue",
+        )?,
+        ServerSpec::Queue(_) => {}
+    }
+    let reason = |what: &str| {
+        format!(
+            "is set by the queue workload ({what}); remove it from the strategy and [client] (a strategy sets backoff, idempotency and redrive)"
+        )
+    };
+    for (i, s) in spec.strategies.iter().enumerate() {
+        let key = label(spec, i);
+        let p = &s.policy;
+        let set_by_queue = [
+            ("max_attempts", p.max_attempts.is_some(), "workload.max_receive_count"),
+            ("dead_letter", p.dead_letter.is_some(), "workload.max_receive_count"),
+            ("timeout", p.timeout.is_some(), "workload.visibility_timeout"),
+            ("deadline", p.deadline.is_some(), "a message waits until it is acknowledged or dead-lettered"),
+            ("retry_on", p.retry_on.is_some(), "every message not acknowledged is delivered again"),
+            ("honor_retry_after", p.honor_retry_after, "consumers do not read Retry-After"),
+            ("budget", p.budget.is_some(), "the queue delivers again without a budget"),
+            ("breaker", p.breaker.is_some(), "the queue delivers again without a breaker"),
+            ("throttle", p.throttle.is_some(), "the queue delivers again without throttling"),
+            ("layers", !p.layers.is_empty(), "consumers call the service directly"),
+        ];
+        for (k, present, what) in set_by_queue {
+            if present {
+                fail(format!("{key}.{k}"), reason(what))?;
+            }
+        }
+        if p.redrive.is_some() && max_receive_count.is_none() {
+            fail(
+                format!("{key}.redrive"),
+                "without a dead-letter queue there is nothing to re-drive: set workload.max_receive_count, or remove redrive",
+            )?;
         }
     }
     Ok(())
@@ -292,9 +347,15 @@ fn strategies(spec: &ExperimentSpec) -> Check {
     for (i, s) in spec.strategies.iter().enumerate() {
         let key = label(spec, i);
         strategy_name(spec, i, &key)?;
-        policy(&key, &s.policy)?;
-        zeno(spec, s, &key)?;
-        waits_forever(spec, s, &key)?;
+        if !matches!(spec.workload, WorkloadSpec::Queue { .. }) {
+            // A queue workload's checks are `queue_workload`'s: its visibility timeout is the
+            // wait, and the queue's tries are its own.
+            policy(&key, &s.policy)?;
+            zeno(spec, s, &key)?;
+            waits_forever(spec, s, &key)?;
+        } else {
+            backoff(&format!("{key}.backoff"), &s.policy.backoff)?;
+        }
         pool(spec, s, &key)?;
     }
     Ok(())
@@ -345,12 +406,48 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
         }
         backoff(&format!("{lk}.backoff"), &layer.backoff)?;
     }
+    dead_letter(key, p)?;
     if !p.layers.is_empty() && p.idempotency == IdempotencyMode::PerAttempt {
         fail(
             format!("{key}.layers"),
             "with idempotency = \"per-attempt\" is not modelled (which layer would make the new keys?); \
              use \"per-op\" or \"none\" with layers",
         )?;
+    }
+    Ok(())
+}
+
+/// `dead_letter` and `redrive`: the tries must run out, and a re-drive needs a queue and one
+/// moment.
+fn dead_letter(key: &str, p: &PolicySpec) -> Check {
+    if let Some(d) = &p.dead_letter {
+        match (d.after, p.max_attempts) {
+            (Some(after), Some(max)) if after > max => fail(
+                format!("{key}.dead_letter.after"),
+                format!(
+                    "{after} is above max_attempts = {max}: an operation is out of tries after {max}, so it would fail before it is dead-lettered; lower dead_letter.after to at most {max}, or raise max_attempts"
+                ),
+            )?,
+            (None, None) => fail(
+                format!("{key}.dead_letter.after"),
+                "is absent and the attempts are unlimited: no operation would ever be dead-lettered; set dead_letter.after (e.g. 5) or max_attempts",
+            )?,
+            _ => {}
+        }
+    }
+    if let Some(r) = &p.redrive {
+        if p.dead_letter.is_none() {
+            fail(
+                format!("{key}.redrive"),
+                "without a dead-letter queue there is nothing to re-drive: add dead_letter = { after = N }, or remove redrive",
+            )?;
+        }
+        if r.at.is_some() == r.after.is_some() {
+            fail(
+                format!("{key}.redrive"),
+                "needs exactly one of at (the moment the queue is re-driven, e.g. \"2h\") and after (how long after each item was dead-lettered, e.g. \"10m\")",
+            )?;
+        }
     }
     Ok(())
 }

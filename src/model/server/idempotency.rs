@@ -68,7 +68,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub const CONFLICT: u16 = 409;
 
 /// The idempotency key a request carries: the operation's unique id, and the attempt number
-/// for `per-attempt` keys (0 for `per-op`). [`Key::NONE`] = no key.
+/// for `per-attempt` keys (for `per-op`, the number of re-drives that asked for a new key: 0
+/// but after such a re-drive). [`Key::NONE`] = no key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     id: u64,
@@ -97,12 +98,14 @@ pub enum KeyMode {
 }
 
 impl KeyMode {
-    /// The key of attempt `attempt` (1-based) of the operation whose unique id is `op_id`.
+    /// The key of attempt `attempt` (1-based) of the operation whose unique id is `op_id`,
+    /// after `redrive` re-drives that asked for a new key (attempt numbers keep increasing
+    /// through a re-drive, so `per-attempt` keys are new anyway).
     #[inline]
-    pub fn key(self, op_id: u64, attempt: u32) -> Key {
+    pub fn key(self, op_id: u64, attempt: u32, redrive: u8) -> Key {
         match self {
             KeyMode::None => Key::NONE,
-            KeyMode::PerOp => Key { id: op_id, attempt: 0 },
+            KeyMode::PerOp => Key { id: op_id, attempt: redrive as u32 },
             KeyMode::PerAttempt => Key { id: op_id, attempt },
         }
     }
@@ -129,8 +132,9 @@ impl Grant {
 
 /// The key a request carries, in 8 bytes so that requests stay 32: the high half of its
 /// operation's unique id ([`OpTable::id`]: the generation of the operation's slot), the low
-/// half being the slot the request already holds, the client's key mode, and the lock grant
-/// the request took (if it executes the key).
+/// half being the slot the request already holds, the client's key mode, the number of
+/// re-drives that gave the operation a new key, and the lock grant the request took (if it
+/// executes the key).
 ///
 /// [`OpTable::id`]: crate::model::ops::OpTable::id
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,22 +143,24 @@ pub struct KeyTag {
     /// The grant this request took at the store (set when it executes the key).
     pub grant: Grant,
     mode: KeyMode,
+    redrive: u8,
 }
 
 impl KeyTag {
     /// No key.
-    pub const NONE: KeyTag = KeyTag { id_high: 0, grant: Grant(0), mode: KeyMode::None };
+    pub const NONE: KeyTag = KeyTag { id_high: 0, grant: Grant(0), mode: KeyMode::None, redrive: 0 };
 
-    /// The tag of a request of the operation whose unique id is `op_id`.
+    /// The tag of a request of the operation whose unique id is `op_id`, after `redrive`
+    /// re-drives that asked for a new key.
     #[inline]
-    pub fn new(mode: KeyMode, op_id: u64) -> KeyTag {
-        KeyTag { id_high: (op_id >> 32) as u32, grant: Grant(0), mode }
+    pub fn new(mode: KeyMode, op_id: u64, redrive: u8) -> KeyTag {
+        KeyTag { id_high: (op_id >> 32) as u32, grant: Grant(0), mode, redrive }
     }
 
     /// The key of attempt `attempt` of the operation in slot `op`.
     #[inline]
     pub fn key(self, op: u32, attempt: u32) -> Key {
-        self.mode.key(((self.id_high as u64) << 32) | op as u64, attempt)
+        self.mode.key(((self.id_high as u64) << 32) | op as u64, attempt, self.redrive)
     }
 }
 
@@ -596,7 +602,7 @@ mod tests {
 
     fn req(op: u32, attempt: u32, mode: KeyMode) -> Request {
         let mut r = Request::new(op, attempt, Instant::NEVER);
-        r.key_tag = KeyTag::new(mode, op as u64);
+        r.key_tag = KeyTag::new(mode, op as u64, 0);
         r
     }
 
@@ -607,10 +613,14 @@ mod tests {
 
     #[test]
     fn keys_by_mode() {
-        assert!(KeyMode::None.key(7, 1).is_none());
-        assert_eq!(KeyMode::PerOp.key(7, 1), KeyMode::PerOp.key(7, 2));
-        assert_ne!(KeyMode::PerAttempt.key(7, 1), KeyMode::PerAttempt.key(7, 2));
-        assert_ne!(KeyMode::PerOp.key(7, 1), KeyMode::PerOp.key(8, 1));
+        assert!(KeyMode::None.key(7, 1, 0).is_none());
+        assert!(KeyMode::None.key(7, 1, 1).is_none());
+        assert_eq!(KeyMode::PerOp.key(7, 1, 0), KeyMode::PerOp.key(7, 2, 0));
+        assert_ne!(KeyMode::PerAttempt.key(7, 1, 0), KeyMode::PerAttempt.key(7, 2, 0));
+        assert_ne!(KeyMode::PerOp.key(7, 1, 0), KeyMode::PerOp.key(8, 1, 0));
+        // A re-drive that asks for a new key gets one; the same re-drive's attempts share it.
+        assert_ne!(KeyMode::PerOp.key(7, 1, 0), KeyMode::PerOp.key(7, 6, 1));
+        assert_eq!(KeyMode::PerOp.key(7, 6, 1), KeyMode::PerOp.key(7, 7, 1));
     }
 
     #[test]
@@ -626,11 +636,11 @@ mod tests {
         let slot = t.insert(op());
         let other = t.insert(op());
         for mode in [KeyMode::PerOp, KeyMode::PerAttempt] {
-            assert_eq!(KeyTag::new(mode, t.id(slot)).key(slot, 2), mode.key(t.id(slot), 2));
-            assert_ne!(
-                KeyTag::new(mode, t.id(slot)).key(slot, 2),
-                KeyTag::new(mode, t.id(other)).key(other, 2)
-            );
+            for redrive in [0, 1] {
+                let tag = KeyTag::new(mode, t.id(slot), redrive);
+                assert_eq!(tag.key(slot, 2), mode.key(t.id(slot), 2, redrive));
+                assert_ne!(tag.key(slot, 2), KeyTag::new(mode, t.id(other), redrive).key(other, 2));
+            }
         }
         assert!(KeyTag::NONE.key(slot, 1).is_none());
         assert_eq!(std::mem::size_of::<Request>(), 32);

@@ -117,7 +117,9 @@ pub(super) fn single_attempt(s: &Strategy) -> Result<(), String> {
 /// An open or serial workload's duration in ns (0 for a closed one).
 pub(super) fn workload_duration_ns(spec: &ExperimentSpec) -> u64 {
     match &spec.workload {
-        WorkloadSpec::Open { duration, .. } | WorkloadSpec::Serial { duration, .. } => duration.as_ns(),
+        WorkloadSpec::Open { duration, .. }
+        | WorkloadSpec::Serial { duration, .. }
+        | WorkloadSpec::Queue { duration, .. } => duration.as_ns(),
         WorkloadSpec::Closed { .. } => 0,
     }
 }
