@@ -16,6 +16,7 @@ mod cli_run;
 mod conservation;
 mod controls;
 mod determinism;
+mod disciplines;
 mod docs;
 mod eta;
 mod layers;
