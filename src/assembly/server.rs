@@ -2,8 +2,8 @@
 
 use super::dist::dist;
 use super::faults::{background_error, fault};
-use crate::experiment::{InProgress, LockRelease, QueueServerSpec, RetryAfterFormat};
 use crate::experiment::DisciplineSpec;
+use crate::experiment::{InProgress, LockRelease, QueueServerSpec, RetryAfterFormat};
 use crate::model::server::ServerParams;
 use crate::model::server::codel::CodelParams;
 use crate::model::server::discipline::DisciplineParams;

@@ -624,7 +624,9 @@ impl Case {
                 }
                 if let Some((kind, target_us, interval_ms)) = st.discipline {
                     lines.push(format!("discipline = \"{}\"", DISCIPLINES[kind]));
-                    lines.push(format!("codel = {{ target = \"{target_us}us\", interval = \"{interval_ms}ms\" }}"));
+                    lines.push(format!(
+                        "codel = {{ target = \"{target_us}us\", interval = \"{interval_ms}ms\" }}"
+                    ));
                 }
                 for f in &q.faults {
                     lines.push("[[server.faults]]".to_owned());

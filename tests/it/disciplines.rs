@@ -15,7 +15,9 @@ fn runs(text: &str, discipline: &str) -> Vec<RunMetrics> {
     };
     let exp = experiment::load_str(text, "test.toml", &overrides).unwrap_or_else(|e| panic!("valid: {e}"));
     let point = &exp.points[0];
-    (0..exp.runs as u64).map(|run| simulate(&point.spec, &point.strategies[0], run_seed(exp.seed, run))).collect()
+    (0..exp.runs as u64)
+        .map(|run| simulate(&point.spec, &point.strategies[0], run_seed(exp.seed, run)))
+        .collect()
 }
 
 /// The mean over runs of `f` and its standard error.
@@ -106,6 +108,7 @@ fn against_arrivals_that_do_not_back_off_codel_bounds_the_queue_and_sheds_the_ex
         assert_eq!(m.succeeded + m.failed, m.ops);
     }
     // What CoDel sheds is about the excess: 20 % of the arrivals.
-    let (shed_share, se) = mean_se(&codel, |m| m.failed_by[FailReason::Exhausted as usize] as f64 / m.ops as f64);
+    let (shed_share, se) =
+        mean_se(&codel, |m| m.failed_by[FailReason::Exhausted as usize] as f64 / m.ops as f64);
     assert!((shed_share - 0.2 / 1.2).abs() < 4.0 * se + 0.02, "shed {shed_share}");
 }

@@ -737,9 +737,14 @@ pub static IDEMPOTENCY: Table = Table {
 pub static CODEL: Table = Table {
     partial: false,
     fields: &[
-        f("target", Ty::Duration, Value("\"5ms\""), "the acceptable standing queueing delay (RFC 8289, folly: 5 ms)")
-            .range(POSITIVE)
-            .message("must be > 0: the acceptable queueing delay, e.g. \"5ms\""),
+        f(
+            "target",
+            Ty::Duration,
+            Value("\"5ms\""),
+            "the acceptable standing queueing delay (RFC 8289, folly: 5 ms)",
+        )
+        .range(POSITIVE)
+        .message("must be > 0: the acceptable queueing delay, e.g. \"5ms\""),
         f(
             "interval",
             Ty::Duration,

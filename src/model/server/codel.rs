@@ -47,7 +47,14 @@ pub struct Codel {
 
 impl Codel {
     pub fn new(params: CodelParams) -> Codel {
-        Codel { params, first_above: None, drop_next: Instant::ZERO, count: 0, last_count: 0, dropping: false }
+        Codel {
+            params,
+            first_above: None,
+            drop_next: Instant::ZERO,
+            count: 0,
+            last_count: 0,
+            dropping: false,
+        }
     }
 
     /// RFC 8289 `control_law`: `t + interval / sqrt(count)`.
@@ -161,7 +168,10 @@ mod tests {
                 "drop {k} at {at} ms, scheduled at {scheduled_ms} ms"
             );
             // The reference is rounded to 0.1 ms.
-            assert!((at - reference).abs() <= 0.05 + step_ms, "drop {k} at {at} ms, reference {reference} ms");
+            assert!(
+                (at - reference).abs() <= 0.05 + step_ms,
+                "drop {k} at {at} ms, reference {reference} ms"
+            );
         }
     }
 
@@ -181,8 +191,14 @@ mod tests {
         // A fresh request (1 ms old) ends the dropping state without a drop.
         let t1 = t0 + Span::from_millis(400);
         queue.clear();
-        queue.extend([(7, t1.saturating_sub(Span::from_millis(1))), (8, t1.saturating_sub(Span::from_millis(1)))]);
-        assert_eq!(codel.dequeue(&mut queue, t1, |r| shed.push(r)), Some((7, t1.saturating_sub(Span::from_millis(1)))));
+        queue.extend([
+            (7, t1.saturating_sub(Span::from_millis(1))),
+            (8, t1.saturating_sub(Span::from_millis(1))),
+        ]);
+        assert_eq!(
+            codel.dequeue(&mut queue, t1, |r| shed.push(r)),
+            Some((7, t1.saturating_sub(Span::from_millis(1))))
+        );
         assert!(!codel.dropping);
         // Delay again for a whole interval: re-entered with count = 4 - 1 = 3, not 1.
         queue.clear();

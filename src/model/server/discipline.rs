@@ -86,7 +86,8 @@ mod tests {
     use super::*;
     use crate::engine::Span;
 
-    const DEFAULTS: CodelParams = CodelParams { target: Span::from_millis(5), interval: Span::from_millis(100) };
+    const DEFAULTS: CodelParams =
+        CodelParams { target: Span::from_millis(5), interval: Span::from_millis(100) };
 
     fn at(ms: u64) -> Instant {
         Instant::ZERO + Span::from_millis(ms)
@@ -129,11 +130,19 @@ mod tests {
         // and finds the standing queue: 20 ms > 5 ms).
         assert_eq!(d.take(&mut queue, at(20), |_| unreachable!()), Some((1, at(0))));
         queue.extend([(4, at(25)), (5, at(26))]);
-        assert_eq!(d.take(&mut queue, at(30), |_| unreachable!()), Some((5, at(26))), "overloaded: newest first");
+        assert_eq!(
+            d.take(&mut queue, at(30), |_| unreachable!()),
+            Some((5, at(26))),
+            "overloaded: newest first"
+        );
         assert_eq!(drain(&mut d, &mut queue, at(31)), (vec![4, 3, 2], vec![]));
         // The decision made at a roll-over holds for an interval, even after a quiet spell.
         queue.extend([(6, at(200)), (7, at(201))]);
-        assert_eq!(d.take(&mut queue, at(202), |_| unreachable!()), Some((7, at(201))), "the last interval stood");
+        assert_eq!(
+            d.take(&mut queue, at(202), |_| unreachable!()),
+            Some((7, at(201))),
+            "the last interval stood"
+        );
         assert_eq!(d.take(&mut queue, at(203), |_| unreachable!()), Some((6, at(200))));
         // That interval's oldest waits were 2-3 ms: FIFO again at the next roll-over.
         queue.extend([(8, at(400)), (9, at(401))]);

@@ -194,7 +194,12 @@ mod tests {
         disciplined(concurrency, queue, drop_expired, DisciplineParams::Fifo)
     }
 
-    fn disciplined(concurrency: u32, queue: Option<u32>, drop_expired: bool, discipline: DisciplineParams) -> ServerParams {
+    fn disciplined(
+        concurrency: u32,
+        queue: Option<u32>,
+        drop_expired: bool,
+        discipline: DisciplineParams,
+    ) -> ServerParams {
         ServerParams {
             concurrency,
             service_time: Dist::Constant(Span::from_ns(10)),
@@ -254,8 +259,11 @@ mod tests {
     /// One worker busy, four waiting: LIFO starts them newest first; FIFO oldest first.
     #[test]
     fn lifo_starts_the_newest_waiting_request() {
-        for (discipline, order) in [(DisciplineParams::Lifo, [5, 4, 3, 2]), (DisciplineParams::Fifo, [2, 3, 4, 5])] {
-            let mut w = Workers::new(&disciplined(1, None, false, discipline), Xoshiro256PlusPlus::seed_from_u64(1));
+        for (discipline, order) in
+            [(DisciplineParams::Lifo, [5, 4, 3, 2]), (DisciplineParams::Fifo, [2, 3, 4, 5])]
+        {
+            let mut w =
+                Workers::new(&disciplined(1, None, false, discipline), Xoshiro256PlusPlus::seed_from_u64(1));
             for op in 1..=5 {
                 w.place(req(op, 99), Instant::from_ns(op as u64), 1, 1.0);
             }
@@ -277,7 +285,10 @@ mod tests {
     fn shed_requests_are_handed_out_after_the_start() {
         let ms = Span::from_millis;
         let codel = CodelParams { target: ms(5), interval: ms(100) };
-        let mut w = Workers::new(&disciplined(1, None, false, DisciplineParams::CodelRpc(codel)), Xoshiro256PlusPlus::seed_from_u64(1));
+        let mut w = Workers::new(
+            &disciplined(1, None, false, DisciplineParams::CodelRpc(codel)),
+            Xoshiro256PlusPlus::seed_from_u64(1),
+        );
         let at = |m: u64| Instant::ZERO + ms(m);
         w.place(req(1, u64::MAX), at(0), 1, 1.0);
         for op in 2..=5 {
