@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet
 bin=target/release/retrysim
 for e in retry-storm aws-2015-jitter herd-10k herd-1m long-open budgets-vs-breakers \
-  payment-outage loyalty-batch metastable layered-retries rate-limited-api; do
+  payment-outage loyalty-batch metastable layered-retries rate-limited-api queue-discipline; do
   echo "== $e"
   rm -rf "results/$e"
   "$bin" run "experiments/$e.toml" --out "results/$e" --quiet
