@@ -2,8 +2,12 @@
 
 use super::dist::dist;
 use super::faults::{background_error, fault};
-use crate::experiment::{InProgress, LockRelease, QueueServerSpec, RateLimitSpec, RetryAfterFormat};
+use crate::experiment::{
+    DisciplineSpec, InProgress, LockRelease, QueueServerSpec, RateLimitSpec, RetryAfterFormat,
+};
 use crate::model::server::ServerParams;
+use crate::model::server::codel::CodelParams;
+use crate::model::server::discipline::DisciplineParams;
 use crate::model::server::idempotency::{Release, StoreParams, WhileInProgress};
 use crate::model::server::overload::OverloadParams;
 use crate::model::server::rate_limit::{
@@ -36,6 +40,18 @@ pub fn server(spec: &QueueServerSpec) -> ServerParams {
             fencing: i.fencing,
         }),
         overload: spec.overload.as_ref().map(|o| OverloadParams { alpha: o.alpha, knee: o.knee }),
+        discipline: discipline(spec),
+    }
+}
+
+fn discipline(spec: &QueueServerSpec) -> DisciplineParams {
+    let codel = CodelParams { target: spec.codel.target.span(), interval: spec.codel.interval.span() };
+    match spec.discipline {
+        DisciplineSpec::Fifo => DisciplineParams::Fifo,
+        DisciplineSpec::Lifo => DisciplineParams::Lifo,
+        DisciplineSpec::Codel => DisciplineParams::Codel(codel),
+        DisciplineSpec::CodelRpc => DisciplineParams::CodelRpc(codel),
+        DisciplineSpec::AdaptiveLifo => DisciplineParams::AdaptiveLifo(codel),
     }
 }
 

@@ -209,6 +209,29 @@ pub struct QueueServerSpec {
     pub rate_limit: Option<RateLimitSpec>,
     pub idempotency: Option<IdempotencySpec>,
     pub overload: Option<OverloadSpec>,
+    /// The order free workers take waiting requests in, and what is shed.
+    pub discipline: DisciplineSpec,
+    /// CoDel's constants (used by `codel`, `codel-rpc` and `adaptive-lifo`).
+    pub codel: CodelSpec,
+}
+
+/// `[server] discipline`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DisciplineSpec {
+    Fifo,
+    Lifo,
+    Codel,
+    CodelRpc,
+    AdaptiveLifo,
+}
+
+/// `[server] codel = { target, interval }`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CodelSpec {
+    pub target: Duration,
+    pub interval: Duration,
 }
 
 /// `errors = [{ status = 503, probability = 0.01 }]`: answer `status` instead of serving.

@@ -36,7 +36,7 @@ use super::connections::{self, Connections, Grant};
 use super::gateway::{self, Caller, Gateways, Step};
 use super::network::Network;
 use super::server::idempotency::{Completion, KeyMode, KeyTag};
-use super::server::workers::Next;
+use super::server::workers::{self, Next};
 use super::server::{Arrival, Reply, Request, Server, ServerParams};
 use super::workload::{OpenArrivals, SerialStarts, StartTimes, Streams, Workload};
 use super::workspace::Leftovers;
@@ -778,6 +778,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                     }
                 }
                 Next::Dropped(req) => self.unanswered(req, s),
+                Next::Shed(req) => self.respond(req, Reply::of(Outcome::Status(workers::SHED_STATUS)), s),
             }
         }
         let (busy, queued) = self.server.levels();

@@ -343,6 +343,24 @@ fn cases() -> Vec<Case> {
             stderr: &["--shard 4/3", "between 1 and N"],
         },
         Case {
+            what: "unknown queue discipline",
+            text: replaced("queue = 0", "queue = 0\ndiscipline = \"red\""),
+            args: &[],
+            stderr: &["`server.discipline`", "codel-rpc"],
+        },
+        Case {
+            what: "zero CoDel target",
+            text: replaced("queue = 0", "queue = 0\ndiscipline = \"codel\"\ncodel = { target = \"0ms\" }"),
+            args: &[],
+            stderr: &["`server.codel.target`", "> 0"],
+        },
+        Case {
+            what: "negative CoDel interval",
+            text: replaced("queue = 0", "queue = 0"),
+            args: &["--set", "server.codel.interval=\"-100ms\""],
+            stderr: &["`server.codel.interval`"],
+        },
+        Case {
             what: "negative overload alpha",
             text: replaced("queue = 0", "queue = 0\noverload = { alpha = -0.5, knee = 2 }"),
             args: &[],

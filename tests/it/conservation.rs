@@ -270,8 +270,12 @@ struct Stages {
     lock: Option<(u32, bool, bool)>,
     /// `(alpha, knee as a fraction of concurrency)`.
     overload: Option<(f64, f64)>,
+    /// A discipline other than FIFO, `(index into DISCIPLINES, target in us, interval in ms)`.
+    discipline: Option<(usize, u32, u32)>,
     reject_dont_retry: bool,
 }
+
+const DISCIPLINES: [&str; 4] = ["lifo", "codel", "codel-rpc", "adaptive-lifo"];
 
 fn stages() -> impl Strategy<Value = Stages> {
     (
@@ -280,13 +284,15 @@ fn stages() -> impl Strategy<Value = Stages> {
         proptest::option::of((0.0..0.5f64, 0.0..=1.0f64)),
         any::<bool>(),
         proptest::option::of((1..=200u32, any::<bool>(), any::<bool>())),
+        proptest::option::of((0..DISCIPLINES.len(), 10..=20_000u32, 1..=200u32)),
     )
-        .prop_map(|(rate_limit, idempotency, overload, reject_dont_retry, lock)| Stages {
+        .prop_map(|(rate_limit, idempotency, overload, reject_dont_retry, lock, discipline)| Stages {
             rate_limit,
             // Locks that expire are modelled with "conflict" only.
             lock: lock.filter(|_| idempotency.is_some_and(|(_, wait)| !wait)),
             idempotency,
             overload,
+            discipline,
             reject_dont_retry,
         })
 }
@@ -312,6 +318,7 @@ fn queue_server() -> impl Strategy<Value = QueueServer> {
                     idempotency: None,
                     lock: None,
                     overload: None,
+                    discipline: Default::default(),
                     reject_dont_retry: false,
                 });
                 QueueServer {
@@ -617,6 +624,12 @@ impl Case {
                 if let Some((alpha, knee)) = st.overload {
                     let knee = (knee * q.concurrency as f64) as u32;
                     lines.push(format!("overload = {{ alpha = {alpha:?}, knee = {knee} }}"));
+                }
+                if let Some((kind, target_us, interval_ms)) = st.discipline {
+                    lines.push(format!("discipline = \"{}\"", DISCIPLINES[kind]));
+                    lines.push(format!(
+                        "codel = {{ target = \"{target_us}us\", interval = \"{interval_ms}ms\" }}"
+                    ));
                 }
                 for f in &q.faults {
                     lines.push("[[server.faults]]".to_owned());

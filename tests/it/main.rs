@@ -17,6 +17,7 @@ mod conservation;
 mod controls;
 mod dead_letter;
 mod determinism;
+mod disciplines;
 mod docs;
 mod eta;
 mod layers;

@@ -4,8 +4,8 @@
 //! --markdown` prints it.
 
 use super::{
-    BACKOFF, BREAKER, BUDGET, CLIENT, DEAD_LETTER, DIST, ERROR, FAULT, IDEMPOTENCY, LAYER, NETWORK, OUTPUT,
-    OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SERVER, STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
+    BACKOFF, BREAKER, BUDGET, CLIENT, CODEL, DEAD_LETTER, DIST, ERROR, FAULT, IDEMPOTENCY, LAYER, NETWORK,
+    OUTPUT, OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SERVER, STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
 };
 use super::{Field, IfAbsent, Range, Table, Tagged, Ty};
 
@@ -55,6 +55,7 @@ pub fn reference() -> String {
     }
     section("`[server.idempotency]`", "", table(&IDEMPOTENCY));
     section("`[server.overload]`", "", table(&OVERLOAD));
+    section("`[server.codel]`", "", table(&CODEL));
     section(
         "`[client]` and `[[strategies]]`",
         "`[client]` holds the defaults of every strategy; a strategy may set any of these keys, \

@@ -612,6 +612,18 @@ pub static SERVER: Tagged = Tagged {
                     Absent("no collapse"),
                     "service time grows with the requests in service past a knee",
                 ),
+                f(
+                    "discipline",
+                    Ty::Choice(&["fifo", "lifo", "codel", "codel-rpc", "adaptive-lifo"]),
+                    Value("\"fifo\""),
+                    "the order free workers take waiting requests in: oldest first, newest first, RFC 8289 CoDel (sheds by its drop schedule), folly's CoDel for RPC (sheds requests queued over 2 x target while overloaded), adaptive LIFO (newest first while a queue stands); shed requests are answered 503, retryable",
+                ),
+                f(
+                    "codel",
+                    Ty::Table(&CODEL),
+                    Value("{}"),
+                    "CoDel's constants, for discipline = \"codel\", \"codel-rpc\" and \"adaptive-lifo\"",
+                ),
             ],
         },
         Variant {
@@ -841,6 +853,28 @@ pub static IDEMPOTENCY: Table = Table {
             Value("false"),
             "fencing tokens: a holder whose lock was granted again since cannot apply its effect (`fenced`, answered 409); matters only with lock_ttl",
         ),
+    ],
+};
+
+pub static CODEL: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "target",
+            Ty::Duration,
+            Value("\"5ms\""),
+            "the acceptable standing queueing delay (RFC 8289, folly: 5 ms)",
+        )
+        .range(POSITIVE)
+        .message("must be > 0: the acceptable queueing delay, e.g. \"5ms\""),
+        f(
+            "interval",
+            Ty::Duration,
+            Value("\"100ms\""),
+            "how long a delay must persist before CoDel acts (RFC 8289, folly: 100 ms)",
+        )
+        .range(POSITIVE)
+        .message("must be > 0: the window a delay must persist over, e.g. \"100ms\""),
     ],
 };
 

@@ -108,6 +108,8 @@ drop_expired = true
 rate_limit = { rate = 100.0, burst = 10.0, retry_after = "exact" }
 idempotency = { ttl = "1h", on_in_progress = "wait" }
 overload = { alpha = 0.1, knee = 6 }
+discipline = "codel"
+codel = { target = "10ms", interval = "200ms" }
 [[server.faults]]
 kind = "outage"
 start = "6s"

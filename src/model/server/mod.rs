@@ -9,8 +9,10 @@
 //! 3. [`idempotency`]: `[server.idempotency]`, the dedup store for idempotency keys: a repeat
 //!    of a finished key is answered from the store, a repeat of a key in progress gets 409 or
 //!    waits;
-//! 4. [`workers`]: `concurrency` workers and a bounded FIFO queue; a request that finds the
-//!    queue full is rejected (with "overloaded; don't retry" when `reject_dont_retry`);
+//! 4. [`workers`]: `concurrency` workers and a bounded queue; a request that finds the
+//!    queue full is rejected (with "overloaded; don't retry" when `reject_dont_retry`); free
+//!    workers take the oldest waiting request, or as `discipline` says ([`discipline`]: LIFO,
+//!    RFC 8289 CoDel, folly's CoDel, adaptive LIFO), which may shed waiting requests (503);
 //!    [`overload`] (`[server.overload]`) stretches the service time of each request that
 //!    starts.
 //!
@@ -22,6 +24,9 @@
 //! [`Server::arrive`]; no other stage changes. A stage that is not configured is a `None`, and
 //! the stages between faults and workers are skipped with one check when none is configured.
 
+pub mod codel;
+pub mod codel_rpc;
+pub mod discipline;
 pub mod faults;
 pub mod idempotency;
 pub mod overload;
@@ -33,6 +38,7 @@ use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
 use crate::model::dist::Dist;
 use crate::policy::{Outcome, RetryAfter};
+use discipline::DisciplineParams;
 use faults::{ErrorRate, Fault, Faults};
 use idempotency::{Completion, Grant, Key, KeyTag, Store, StoreParams};
 use overload::{Overload, OverloadParams};
@@ -226,6 +232,8 @@ pub struct ServerParams {
     pub rate_limit: Option<RateLimitParams>,
     pub idempotency: Option<StoreParams>,
     pub overload: Option<OverloadParams>,
+    /// The order free workers take waiting requests in, and what is shed.
+    pub discipline: DisciplineParams,
 }
 
 impl Server {
@@ -250,7 +258,7 @@ impl Server {
         }
     }
 
-    /// Whether the server is plain: no faults, no rate limit, no dedup store, no overload.
+    /// Whether the server is plain: no faults, no rate limit, no dedup store, no overload, FIFO.
     /// Its methods called with `PLAIN = true` are then compiled without the stages' tests.
     pub fn is_plain(&self) -> bool {
         self.faults.is_empty()
@@ -258,6 +266,7 @@ impl Server {
             && self.store.is_none()
             && self.overload.is_none()
             && self.promoted.is_none()
+            && !self.workers.has_discipline()
     }
 
     /// Whether the server keeps a dedup store (otherwise requests' keys are ignored, and need
@@ -412,20 +421,30 @@ impl Server {
                 _ => unreachable!("a worker is free"),
             };
         }
-        match self.workers.next(now, capacity, slowdown)? {
+        match self.workers.next::<PLAIN>(now, capacity, slowdown)? {
             Next::Started { worker, service, waited } => {
                 Some(Next::Started { worker, service: self.stretch::<PLAIN>(service), waited })
             }
             Next::Dropped(req) => Some(self.dropped(req, now)),
+            Next::Shed(req) => {
+                self.abandon(&req, now);
+                Some(Next::Shed(req))
+            }
         }
     }
 
     /// `req` was dropped unserved at `now`: its key's lock, if any, is released.
     fn dropped(&mut self, req: Request, now: Instant) -> Next {
+        self.abandon(&req, now);
+        Next::Dropped(req)
+    }
+
+    /// `req` leaves the server unserved at `now` (dropped or shed): its key's lock, if any, is
+    /// released, and passes to the first request parked on it.
+    fn abandon(&mut self, req: &Request, now: Instant) {
         if let Some(store) = &mut self.store {
             self.promoted = store.abandon(req.key(), req.key_tag.grant, now);
         }
-        Next::Dropped(req)
     }
 
     /// The service time of a request that just started, after `[server.overload]`.

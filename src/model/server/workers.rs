@@ -1,7 +1,10 @@
-//! The last admission stage: `concurrency` workers, a bounded FIFO wait queue, rejection when
-//! it is full, and `drop_expired` (a queued request whose client already gave up is dropped
-//! instead of served).
+//! The last admission stage: `concurrency` workers, a bounded wait queue, rejection when it is
+//! full, and `drop_expired` (a queued request whose client already gave up is dropped instead of
+//! served). Free workers take the oldest waiting request, unless `discipline` says otherwise
+//! ([`super::discipline`]: LIFO, CoDel, folly's CoDel, adaptive LIFO); a request the discipline
+//! sheds is answered 503 without Retry-After, a retryable answer.
 
+use super::discipline::Discipline;
 use super::{Request, ServerParams};
 use crate::engine::{Instant, Span};
 use crate::model::dist::Dist;
@@ -24,7 +27,14 @@ pub enum Next {
     Started { worker: u32, service: Span, waited: Span },
     /// A request dropped unserved (`drop_expired`).
     Dropped(Request),
+    /// A request the discipline shed: answered [`SHED_STATUS`] without the work.
+    Shed(Request),
 }
+
+/// The answer to a request the queue discipline sheds: 503 Service Unavailable, as folly's
+/// executors reject and Envoy's overload manager sheds; it carries no Retry-After, so clients
+/// may retry it.
+pub const SHED_STATUS: u16 = 503;
 
 #[derive(Clone, Copy, Debug)]
 struct InService {
@@ -44,6 +54,10 @@ pub struct Workers {
     serving: Vec<InService>,
     idle: Vec<u32>,
     rng: Xoshiro256PlusPlus,
+    /// `None`: FIFO, the oldest first.
+    discipline: Option<Discipline>,
+    /// Requests the discipline shed, handed out before the next start.
+    shed: Vec<Request>,
 }
 
 impl Workers {
@@ -61,6 +75,8 @@ impl Workers {
             // Popped from the back: worker 0 first.
             idle: (0..params.concurrency).rev().collect(),
             rng,
+            discipline: Discipline::new(params.discipline),
+            shed: Vec::new(),
         }
     }
 
@@ -98,14 +114,50 @@ impl Workers {
         (req, started)
     }
 
+    /// Whether waiting requests are taken in another order than FIFO, or shed.
+    pub fn has_discipline(&self) -> bool {
+        self.discipline.is_some()
+    }
+
     /// The next waiting request, if a worker is free: started, or dropped because its client
-    /// gave up (`drop_expired`).
+    /// gave up (`drop_expired`); or one the discipline shed (`PLAIN`: FIFO, no discipline).
     #[inline]
-    pub fn next(&mut self, now: Instant, capacity: u32, slowdown: f64) -> Option<Next> {
+    pub fn next<const PLAIN: bool>(&mut self, now: Instant, capacity: u32, slowdown: f64) -> Option<Next> {
+        if !PLAIN && self.discipline.is_some() {
+            return self.next_disciplined(now, capacity, slowdown);
+        }
         if self.busy >= capacity {
             return None;
         }
         let (req, queued_at) = self.waiting.pop_front()?;
+        self.begin(req, queued_at, now, slowdown)
+    }
+
+    /// [`Workers::next`] under a discipline (out of line: FIFO servers do not carry it). The
+    /// requests shed while taking one are handed out first, one per call, even with every
+    /// worker busy: they are answered at once.
+    #[inline(never)]
+    fn next_disciplined(&mut self, now: Instant, capacity: u32, slowdown: f64) -> Option<Next> {
+        if let Some(req) = self.shed.pop() {
+            return Some(Next::Shed(req));
+        }
+        if self.busy >= capacity {
+            return None;
+        }
+        let discipline = self.discipline.as_mut().expect("checked");
+        let shed = &mut self.shed;
+        let taken = discipline.take(&mut self.waiting, now, |req| shed.push(req));
+        // Handed out in the order they were shed.
+        shed.reverse();
+        match taken {
+            Some((req, queued_at)) => self.begin(req, queued_at, now, slowdown),
+            None => self.shed.pop().map(Next::Shed),
+        }
+    }
+
+    /// Starts `req`, queued at `queued_at`, unless `drop_expired` drops it.
+    #[inline]
+    fn begin(&mut self, req: Request, queued_at: Instant, now: Instant, slowdown: f64) -> Option<Next> {
         if self.drop_expired && req.gives_up_at <= now {
             return Some(Next::Dropped(req));
         }
@@ -134,9 +186,20 @@ impl Workers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::server::codel::CodelParams;
+    use crate::model::server::discipline::DisciplineParams;
     use rand::SeedableRng;
 
     fn spec(concurrency: u32, queue: Option<u32>, drop_expired: bool) -> ServerParams {
+        disciplined(concurrency, queue, drop_expired, DisciplineParams::Fifo)
+    }
+
+    fn disciplined(
+        concurrency: u32,
+        queue: Option<u32>,
+        drop_expired: bool,
+        discipline: DisciplineParams,
+    ) -> ServerParams {
         ServerParams {
             concurrency,
             service_time: Dist::Constant(Span::from_ns(10)),
@@ -149,6 +212,7 @@ mod tests {
             rate_limit: None,
             idempotency: None,
             overload: None,
+            discipline,
         }
     }
 
@@ -167,8 +231,8 @@ mod tests {
         // Capacity faults lower the number of usable workers; slowdowns scale service.
         let (done, _) = w.done(1);
         assert_eq!(done.op, 2);
-        assert!(w.next(t, 1, 1.0).is_none(), "one worker busy, capacity 1: no start");
-        match w.next(Instant::from_ns(4), 2, 3.0) {
+        assert!(w.next::<false>(t, 1, 1.0).is_none(), "one worker busy, capacity 1: no start");
+        match w.next::<false>(Instant::from_ns(4), 2, 3.0) {
             Some(Next::Started { worker: 1, service, waited }) => {
                 assert_eq!(service, Span::from_ns(30));
                 assert_eq!(waited, Span::from_ns(4), "queued at 0, started at 4");
@@ -187,8 +251,67 @@ mod tests {
         w.place(req(3, 99), t, 1, 1.0);
         w.done(0);
         let later = Instant::from_ns(6);
-        assert!(matches!(w.next(later, 1, 1.0), Some(Next::Dropped(r)) if r.op == 2));
-        assert!(matches!(w.next(later, 1, 1.0), Some(Next::Started { worker: 0, .. })));
+        assert!(matches!(w.next::<false>(later, 1, 1.0), Some(Next::Dropped(r)) if r.op == 2));
+        assert!(matches!(w.next::<false>(later, 1, 1.0), Some(Next::Started { worker: 0, .. })));
         assert_eq!(w.serving(0).op, 3);
+    }
+
+    /// One worker busy, four waiting: LIFO starts them newest first; FIFO oldest first.
+    #[test]
+    fn lifo_starts_the_newest_waiting_request() {
+        for (discipline, order) in
+            [(DisciplineParams::Lifo, [5, 4, 3, 2]), (DisciplineParams::Fifo, [2, 3, 4, 5])]
+        {
+            let mut w =
+                Workers::new(&disciplined(1, None, false, discipline), Xoshiro256PlusPlus::seed_from_u64(1));
+            for op in 1..=5 {
+                w.place(req(op, 99), Instant::from_ns(op as u64), 1, 1.0);
+            }
+            let mut started = Vec::new();
+            for t in 10..14 {
+                w.done(0);
+                match w.next::<false>(Instant::from_ns(t), 1, 1.0) {
+                    Some(Next::Started { worker: 0, .. }) => started.push(w.serving(0).op),
+                    other => panic!("{other:?}"),
+                }
+            }
+            assert_eq!(started, order, "{discipline:?}");
+        }
+    }
+
+    /// folly's CoDel through the workers: the stale requests shed while a worker takes one are
+    /// handed out (to be answered 503) after the start, even with the worker busy again.
+    #[test]
+    fn shed_requests_are_handed_out_after_the_start() {
+        let ms = Span::from_millis;
+        let codel = CodelParams { target: ms(5), interval: ms(100) };
+        let mut w = Workers::new(
+            &disciplined(1, None, false, DisciplineParams::CodelRpc(codel)),
+            Xoshiro256PlusPlus::seed_from_u64(1),
+        );
+        let at = |m: u64| Instant::ZERO + ms(m);
+        w.place(req(1, u64::MAX), at(0), 1, 1.0);
+        for op in 2..=5 {
+            w.place(req(op, u64::MAX), at(0), 1, 1.0);
+        }
+        // At 50 ms: op 2 resets the minimum (50 ms); op 3 rolls the interval: overloaded.
+        for (t, op) in [(50, 2), (51, 3)] {
+            w.done(0);
+            assert!(matches!(w.next::<false>(at(t), 1, 1.0), Some(Next::Started { .. })));
+            assert_eq!(w.serving(0).op, op);
+        }
+        // Ops 4 and 5 waited 52 ms > 10 ms: shed; op 6 arrived at 45 ms, waited 7 ms: served.
+        w.place(req(6, u64::MAX), at(45), 1, 1.0);
+        w.done(0);
+        assert!(matches!(w.next::<false>(at(52), 1, 1.0), Some(Next::Started { .. })));
+        assert_eq!(w.serving(0).op, 6);
+        let shed: Vec<u32> = std::iter::from_fn(|| match w.next::<false>(at(52), 1, 1.0) {
+            Some(Next::Shed(r)) => Some(r.op),
+            None => None,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+        assert_eq!(shed, [4, 5], "in the order they were shed");
+        assert_eq!(w.levels(), (1, 0));
     }
 }
