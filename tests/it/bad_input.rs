@@ -456,6 +456,17 @@ fn cases() -> Vec<Case> {
             stderr: &["`workload.visibility_timeout`", "must be > 0"],
         },
         Case {
+            what: "a queue's consumers where the schema keeps them",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20",
+                "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"\nconsumers = 10",
+            )
+            .replace("queue = 0\n", "")
+            .replace("max_attempts = 3\n", ""),
+            args: &[],
+            stderr: &["`workload.consumers`", "`[server] concurrency`"],
+        },
+        Case {
             what: "max_attempts with a queue workload",
             text: replaced("kind = \"closed\"\nclients = 20", "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"")
                 .replace("queue = 0\n", ""),

@@ -384,8 +384,14 @@ fn kinds(t: &Tagged) -> String {
 }
 
 /// "`rate` belongs to workload kind open, not to kind = \"closed\"" when `key` is valid for
-/// other kinds.
+/// other kinds, or where the schema keeps it ([`super::KEPT_ELSEWHERE`]).
 fn other_kinds(t: &Tagged, current: &str, key: &str) -> Option<String> {
+    if let Some((.., place)) = super::KEPT_ELSEWHERE
+        .iter()
+        .find(|&&(what, kind, k, _)| what == t.what && kind == current && k == key)
+    {
+        return Some((*place).to_owned());
+    }
     let owners: Vec<&str> =
         t.variants.iter().filter(|v| v.fields.iter().any(|f| f.key == key)).map(|v| v.kind).collect();
     (!owners.is_empty())

@@ -85,6 +85,24 @@ pub struct Tagged {
     pub variants: &'static [Variant],
 }
 
+/// Keys a reader may look for in one kind of a tagged table that the schema keeps elsewhere:
+/// (what, kind, key, where it is). An unknown key found here is refused with the pointer
+/// instead of a list of the table's keys.
+pub static KEPT_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
+    (
+        "workload kind",
+        "queue",
+        "consumers",
+        "a queue's consumers are the server's workers: set `[server] concurrency`",
+    ),
+    (
+        "workload kind",
+        "queue",
+        "processing_time",
+        "a queue's processing time is the server's: set `[server] service_time`",
+    ),
+];
+
 /// One kind of a tagged table.
 #[derive(Debug)]
 pub struct Variant {
