@@ -188,6 +188,7 @@ pub struct NetworkSpec {
 /// `[server]` (DESIGN §3.3).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant, reason = "one per sweep point, never in a collection of many")]
 pub enum ServerSpec {
     Queue(QueueServerSpec),
     Occ {},

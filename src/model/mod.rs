@@ -75,6 +75,7 @@ pub type DefaultQueue = Calendar;
 
 /// The server a run simulates.
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant, reason = "one per run, moved once into the run")]
 pub enum ServerKind {
     Queue(ServerParams),
     /// The optimistic-concurrency store of [`occ_model`].
