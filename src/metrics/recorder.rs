@@ -15,7 +15,7 @@ pub struct RunMetrics {
     pub succeeded: u64,
     pub failed: u64,
     /// Indexed like [`FailReason::ALL`].
-    pub failed_by: [u64; 7],
+    pub failed_by: [u64; 8],
     pub calls: u64,
     pub server_calls: u64,
     /// Attempts that failed waiting for a client connection (never reached the server).
@@ -178,7 +178,7 @@ use recovery::BUCKET;
 pub struct RunRecorder {
     ops: u64,
     succeeded: u64,
-    failed_by: [u64; 7],
+    failed_by: [u64; 8],
     calls: u64,
     server_calls: u64,
     pool_timeouts: u64,
@@ -258,7 +258,7 @@ impl RunRecorder {
         RunRecorder {
             ops: 0,
             succeeded: 0,
-            failed_by: [0; 7],
+            failed_by: [0; 8],
             calls: 0,
             server_calls: 0,
             pool_timeouts: 0,

@@ -439,6 +439,8 @@ struct StrategyCase {
     honor_dont_retry: bool,
     /// A connection pool (queue server without network loss only, validated).
     pool: Option<Pool>,
+    /// A bulkhead (queue server only, validated).
+    bulkhead: Option<Bulkhead>,
 }
 
 #[derive(Clone, Debug)]
@@ -459,6 +461,29 @@ impl Pool {
             self.size, self.close_on_timeout, self.connect_us
         )
     }
+}
+
+#[derive(Clone, Debug)]
+struct Bulkhead {
+    max_in_flight: u32,
+    max_wait_ms: u32,
+    shared: bool,
+}
+
+impl Bulkhead {
+    fn toml(&self) -> String {
+        let scope = if self.shared { "shared" } else { "client" };
+        format!(
+            "{{ max_in_flight = {}, max_wait = \"{}ms\", scope = \"{scope}\" }}",
+            self.max_in_flight, self.max_wait_ms
+        )
+    }
+}
+
+/// Small bulkheads, so that they bind; a wait of 0 (fail at once) as often as not.
+fn bulkhead() -> impl Strategy<Value = Bulkhead> {
+    (1..=6u32, prop_oneof![Just(0u32), 1..=500u32], any::<bool>())
+        .prop_map(|(max_in_flight, max_wait_ms, shared)| Bulkhead { max_in_flight, max_wait_ms, shared })
 }
 
 fn pool() -> impl Strategy<Value = Pool> {
@@ -636,6 +661,7 @@ impl Case {
             lines.push(format!("idempotency = \"{}\"", s.keys));
             lines.push(format!("honor_dont_retry = {}", s.honor_dont_retry));
             lines.extend(s.pool.as_ref().map(|p| format!("pool = {}", p.toml())));
+            lines.extend(s.bulkhead.as_ref().map(|b| format!("bulkhead = {}", b.toml())));
         }
         lines.join("\n") + "\n"
     }
@@ -673,6 +699,7 @@ fn case() -> impl Strategy<Value = Case> {
                 prop_oneof![Just("none"), Just("per-op"), Just("per-attempt")],
                 any::<bool>(),
                 prop_oneof![2 => Just(None), 1 => pool().prop_map(Some)],
+                prop_oneof![2 => Just(None), 1 => bulkhead().prop_map(Some)],
             ),
             1..=3,
         ),
@@ -697,13 +724,15 @@ fn case() -> impl Strategy<Value = Case> {
                     retry_on,
                     strategies: strategies
                         .into_iter()
-                        .map(|(backoff, max_attempts, keys, honor_dont_retry, pool)| StrategyCase {
+                        .map(|(backoff, max_attempts, keys, honor_dont_retry, pool, bulkhead)| StrategyCase {
                             backoff,
                             max_attempts,
                             keys,
                             honor_dont_retry,
                             // A pool needs the queue server and a lossless network (validated).
                             pool: pool.filter(|_| !occ && !lossy),
+                            // A bulkhead needs the queue server (validated).
+                            bulkhead: bulkhead.filter(|_| !occ),
                         })
                         .collect(),
                 }
@@ -729,18 +758,30 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     }
 
     // Attempts: each one reaches the server at most once; every started operation sends its
-    // first attempt at once (queue). An OCC attempt's call is its write, two hops after the
-    // operation starts, so only operations that ended are sure to have made one.
+    // first attempt at once (queue), unless its bulkhead refuses it (failed_bulkhead) or it
+    // still waits for a permit at the horizon (unfinished). An
+    // OCC attempt's call is its write, two hops after the operation starts, so only operations
+    // that ended are sure to have made one.
+    let refused = failed_by(FailReason::Bulkhead);
+    let unfinished = failed_by(FailReason::Unfinished);
+    let never_sent = refused + if s.bulkhead.is_some() { unfinished } else { 0 };
     prop_assert!(m.server_calls <= m.calls, "server_calls {} > calls {}", m.server_calls, m.calls);
     if occ {
-        prop_assert!(m.calls >= m.ops - failed_by(FailReason::Unfinished), "calls {} < ended ops", m.calls);
+        prop_assert!(m.calls >= m.ops - unfinished, "calls {} < ended ops", m.calls);
     } else {
-        prop_assert!(m.calls >= m.ops, "calls {} < ops {}", m.calls, m.ops);
+        prop_assert!(m.calls + never_sent >= m.ops, "calls {} < ops {}", m.calls, m.ops);
+    }
+    if s.bulkhead.is_none() {
+        prop_assert_eq!(refused, 0, "failed_bulkhead without a bulkhead");
     }
     if let Some(max) = c.max_attempts(s) {
         prop_assert!(m.calls <= max as u64 * m.ops, "calls {} > {max} x ops {}", m.calls, m.ops);
-        if max == 1 && !occ {
+        if max == 1 && !occ && s.bulkhead.is_none() {
             prop_assert_eq!(m.calls, m.ops, "max_attempts = 1 means no retries");
+        }
+        if max == 1 && s.bulkhead.is_some() {
+            // One attempt per operation that got a permit; the others failed or still wait.
+            prop_assert!(m.calls + refused <= m.ops && m.calls + never_sent >= m.ops);
         }
     } else {
         prop_assert_eq!(failed_by(FailReason::Exhausted), 0, "unlimited attempts are never exhausted");
@@ -909,8 +950,17 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     });
     let pool_gives_up = s.pool.as_ref().is_some_and(|p| p.max_wait_ms.is_some());
     if healthy && waits_forever && !pool_gives_up && c.request_loss == 0.0 && c.response_loss == 0.0 {
-        prop_assert_eq!(m.failed, failed_by(FailReason::Unfinished), "a healthy server fails nothing");
-        prop_assert_eq!(m.calls, m.ops, "a healthy server needs no retries");
+        prop_assert_eq!(
+            m.failed,
+            failed_by(FailReason::Unfinished) + refused,
+            "a healthy server fails nothing (a full bulkhead may)"
+        );
+        if s.bulkhead.is_none() {
+            prop_assert_eq!(m.calls, m.ops, "a healthy server needs no retries");
+        } else {
+            // One attempt per operation that got its permit (some may wait at the horizon).
+            prop_assert!(m.calls + refused <= m.ops && m.calls + refused + unfinished >= m.ops);
+        }
         prop_assert_eq!(m.duplicates, 0);
     }
     Ok(())

@@ -255,8 +255,10 @@ backoff = { kind = "constant", base = "1ms" }
     load_str(closed, "closed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
                    idempotency = { lock_ttl = \"30s\", release = \"delete\", fencing = true }\n";
-    // A connection pool needs the queue server and a lossless network.
-    let pool = "name = \"c\"\npool = { size = 10, max_wait = \"50ms\", close_on_timeout = false, connect_time = \"1ms\", scope = \"shared\" }\n";
+    // A connection pool needs the queue server and a lossless network; a bulkhead, the queue
+    // server.
+    let pool = "name = \"c\"\npool = { size = 10, max_wait = \"50ms\", close_on_timeout = false, connect_time = \"1ms\", scope = \"shared\" }\n\
+                bulkhead = { max_in_flight = 2, max_wait = \"5ms\", scope = \"client\" }\n";
     let constant = closed
         .replace("[server]\nkind = \"occ\"\n", service)
         .replace("dist = \"normal\", mean = \"1ms\", sd = \"0\"", "dist = \"exponential\", mean = \"1ms\"")

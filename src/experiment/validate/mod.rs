@@ -231,6 +231,7 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("throttle", p.throttle.is_some(), "client-side throttling"),
             ("layers", !p.layers.is_empty(), "a gateway layer"),
             ("pool", p.pool.is_some(), "a connection pool"),
+            ("bulkhead", p.bulkhead.is_some(), "a bulkhead"),
         ];
         for (k, present, what) in unsupported {
             if present {
