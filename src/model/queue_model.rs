@@ -349,9 +349,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             | Kind::Timeout
             | Kind::Connected
             | Kind::PoolWait
-            | Kind::BulkheadWait => {
-                self.clients.ops.prefetch(next.a)
-            }
+            | Kind::BulkheadWait => self.clients.ops.prefetch(next.a),
             Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
             _ => {}
         }
@@ -424,7 +422,8 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             Kind::BulkheadWait => {
                 let op = a;
                 if self.bulkheads.as_mut().expect("only a bulkhead's wait").wait_expired(op) {
-                    let next = self.clients.fail_locally::<PLAIN>(op, FailReason::Bulkhead, now, &mut self.rec);
+                    let next =
+                        self.clients.fail_locally::<PLAIN>(op, FailReason::Bulkhead, now, &mut self.rec);
                     self.next_op(next, s);
                 }
                 self.clients.ops.release(op);
@@ -923,7 +922,8 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                 s.schedule_in(wait, Ev::bulkhead_wait(op));
             }
             Entry::Full => {
-                let next = self.clients.fail_locally::<PLAIN>(op, FailReason::Bulkhead, s.now(), &mut self.rec);
+                let next =
+                    self.clients.fail_locally::<PLAIN>(op, FailReason::Bulkhead, s.now(), &mut self.rec);
                 self.next_op(next, s)
             }
         }

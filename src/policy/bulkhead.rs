@@ -134,12 +134,8 @@ mod tests {
                             prop_assert!(full);
                         }
                     }
-                    None if holders > 0 => {
-                        // The permit passes to a waiter (still a holder) or is freed.
-                        if b.release(|_| true).is_none() {
-                            holders -= 1;
-                        }
-                    }
+                    // A holder leaves: its permit passes to a waiter (still a holder) or is freed.
+                    None if holders > 0 && b.release(|_| true).is_none() => holders -= 1,
                     None => {}
                 }
                 prop_assert_eq!(b.in_flight(), holders);
