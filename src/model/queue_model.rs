@@ -12,6 +12,11 @@
 //! answer arrives, or a connection is closed and replaced); a `PoolWait` ends a wait longer
 //! than the pool's `max_wait`.
 //!
+//! With a bulkhead ([`super::bulkheads`]), a started operation first asks for a permit: it
+//! sends its first attempt at once, waits (a `BulkheadWait` ends a wait longer than
+//! `max_wait`; a permit given back sends the oldest waiter's first attempt as a `Send` at that
+//! instant), or fails as `failed_bulkhead`; it gives the permit back when it ends.
+//!
 //! With gateway `layers` ([`super::gateway`]), the request hop ends at the first layer
 //! instead: each layer sends the request down (`LayerSend`, racing its own `LayerTimeout`)
 //! until the last one calls the server, and answers flow back up the same way. A request to
@@ -23,7 +28,7 @@
 //! controls, no idempotency keys, no timeout or deadline and ignore Retry-After
 //! ([`Clients::is_plain`]); the network is instantaneous and lossless; the server has no
 //! faults, rate limit, dedup store or overload ([`Server::is_plain`]); there are no gateway
-//! layers, no connection pool, no measured windows (`[output] windows`) and the workload is not serial
+//! layers, no connection pool, no bulkhead, no measured windows (`[output] windows`) and the workload is not serial
 //! ([`is_plain`]). The thundering herds are plain. [`run`] decides once, and runs the model
 //! compiled with `PLAIN = true`: the same code with every test of a feature that is off
 //! folded away (on the 10,000-client herd, a fifth of the instructions: benches/README.md).
