@@ -11,6 +11,7 @@ use crate::model::server::idempotency::KeyMode;
 use crate::policy::backoff::MAX_DELAY_NS;
 use crate::policy::breaker::RetryRatioParams;
 use crate::policy::budget::BrookerBucketParams;
+use crate::policy::bulkhead::BulkheadParams;
 use crate::policy::gate::{BreakerKind, BudgetParams, GateParams, Scope, ThrottleParams};
 use crate::policy::pool::PoolParams;
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
@@ -123,6 +124,15 @@ pub fn pool(s: &Strategy) -> Option<PoolParams> {
         close_on_timeout: p.close_on_timeout,
         connect_time: p.connect_time.span(),
         scope: scope(p.scope),
+    })
+}
+
+/// A strategy's bulkhead (`bulkhead`, DESIGN §4.8).
+pub fn bulkhead(s: &Strategy) -> Option<BulkheadParams> {
+    s.policy.bulkhead.as_ref().map(|b| BulkheadParams {
+        max_in_flight: b.max_in_flight,
+        max_wait: b.max_wait.span(),
+        scope: scope(b.scope),
     })
 }
 

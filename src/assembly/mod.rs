@@ -36,6 +36,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         visibility: None,
         layers: strategy.policy.layers.iter().map(gateways::layer_policy).collect(),
         pool: client::pool(strategy),
+        bulkhead: client::bulkhead(strategy),
         windows: spec
             .output
             .windows

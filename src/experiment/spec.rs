@@ -441,6 +441,8 @@ pub struct PolicySpec {
     pub throttle: Option<ThrottleSpec>,
     /// The client's connection pool (DESIGN §4.7); absent = every attempt is sent at once.
     pub pool: Option<PoolSpec>,
+    /// The client's bulkhead (DESIGN §4.8); absent = every operation starts at once.
+    pub bulkhead: Option<BulkheadSpec>,
     pub layers: Vec<LayerSpec>,
     /// Operations whose tries are used up are dead-lettered instead of failed.
     pub dead_letter: Option<DeadLetterSpec>,
@@ -606,6 +608,15 @@ pub struct PoolSpec {
     pub max_wait: Option<Duration>,
     pub close_on_timeout: bool,
     pub connect_time: Duration,
+    pub scope: Scope,
+}
+
+/// `bulkhead = { ... }` (DESIGN §4.8): at most `max_in_flight` operations in flight.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BulkheadSpec {
+    pub max_in_flight: u32,
+    pub max_wait: Duration,
     pub scope: Scope,
 }
 

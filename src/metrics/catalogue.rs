@@ -144,6 +144,14 @@ pub const METRICS: &[Metric] = &[
         meaning: "failed because client-side throttling rejected the call locally",
     },
     Metric {
+        name: "failed_bulkhead",
+        read: |m| Value::Count(m.failed_by[FailReason::Bulkhead as usize]),
+        label: "operations failed by the full bulkhead",
+        unit: "count",
+        better: Some(Better::Lower),
+        meaning: "failed without an attempt because the client's bulkhead (`bulkhead`) held `max_in_flight` operations and no permit came free within `max_wait`; 0 without a bulkhead",
+    },
+    Metric {
         name: "failed_unfinished",
         read: |m| Value::Count(m.failed_by[FailReason::Unfinished as usize]),
         label: "operations unfinished at the horizon",

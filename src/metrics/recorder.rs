@@ -15,7 +15,7 @@ pub struct RunMetrics {
     pub succeeded: u64,
     pub failed: u64,
     /// Indexed like [`FailReason::ALL`].
-    pub failed_by: [u64; 7],
+    pub failed_by: [u64; 8],
     /// Operations whose tries were used up with a dead-letter queue: a third ending, so that
     /// `ops = succeeded + failed + dead_lettered`.
     pub dead_lettered: u64,
@@ -192,7 +192,7 @@ use recovery::BUCKET;
 pub struct RunRecorder {
     ops: u64,
     succeeded: u64,
-    failed_by: [u64; 7],
+    failed_by: [u64; 8],
     dead_lettered: u64,
     calls: u64,
     server_calls: u64,
@@ -277,7 +277,7 @@ impl RunRecorder {
         RunRecorder {
             ops: 0,
             succeeded: 0,
-            failed_by: [0; 7],
+            failed_by: [0; 8],
             dead_lettered: 0,
             calls: 0,
             server_calls: 0,

@@ -426,6 +426,18 @@ impl Clients {
         self.gate.answered(client, &a);
     }
 
+    /// The operation in `slot` fails at `now` before its next attempt, for a reason found
+    /// outside the clients (its bulkhead).
+    pub fn fail_locally<const PLAIN: bool>(
+        &mut self,
+        slot: u32,
+        reason: FailReason,
+        now: Instant,
+        rec: &mut RunRecorder,
+    ) -> Option<NextOp> {
+        self.end_failed::<PLAIN>(slot, reason, now, rec)
+    }
+
     fn end_failed<const PLAIN: bool>(
         &mut self,
         slot: u32,

@@ -3,6 +3,7 @@
 //! types in engine units; `crate::assembly` fills them from an experiment file, so the model
 //! knows no file format.
 
+pub mod bulkheads;
 pub mod clients;
 pub mod connections;
 pub mod dist;
@@ -20,6 +21,7 @@ use crate::engine::rng::{Stream, stream};
 use crate::engine::{CalendarQueue, EventQueue, HeapQueue, RadixQueue};
 use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, Window};
+use crate::policy::bulkhead::BulkheadParams;
 use crate::policy::gate::{Gate, GateParams};
 use crate::policy::pool::PoolParams;
 use crate::policy::{DeadLetter, RetryPolicy};
@@ -104,6 +106,8 @@ pub struct RunParams {
     pub layers: Vec<RetryPolicy>,
     /// The clients' connection pool, if any.
     pub pool: Option<PoolParams>,
+    /// The clients' bulkhead, if any.
+    pub bulkhead: Option<BulkheadParams>,
     /// The windows measured on their own (`[output] windows`), in file order.
     pub windows: Vec<Window>,
 }
@@ -116,8 +120,8 @@ pub fn is_plain_run(params: RunParams) -> bool {
     let net = Network::new(&params.network, stream(0, Stream::Network));
     let server = server::Server::new(q, 0);
     let layers = !params.layers.is_empty();
-    let pool = params.pool.is_some();
-    queue_model::is_plain(&params.workload, &clients, &net, &server, layers, pool, &params.windows)
+    let waits = params.pool.is_some() || params.bulkhead.is_some();
+    queue_model::is_plain(&params.workload, &clients, &net, &server, layers, waits, &params.windows)
 }
 
 /// The clients of a run, with `ops` (a table to reuse, or a new one); the controls' draws come
@@ -138,7 +142,9 @@ fn clients(params: &RunParams, run_seed: u64, ops: ops::OpTable) -> Clients {
 pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMetrics {
     let mut ws = Workspace::<C>::take();
     let clients = clients(&params, run_seed, ws.ops());
-    let RunParams { workload, network, server, horizon, bucket, keys, layers, pool, windows, .. } = params;
+    let RunParams {
+        workload, network, server, horizon, bucket, keys, layers, pool, bulkhead, windows, ..
+    } = params;
     let net = Network::new(&network, stream(run_seed, Stream::Network));
     let horizon = crate::engine::Instant::ZERO + horizon;
     let series = TimeSeries::new(bucket, horizon);
@@ -153,6 +159,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
                 keys,
                 gateways,
                 connections: pool.map(|p| connections::Connections::new(p, workload.clients())),
+                bulkheads: bulkhead.map(|b| bulkheads::Bulkheads::new(b, workload.clients())),
                 run_seed,
                 horizon,
                 series,

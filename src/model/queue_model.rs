@@ -13,6 +13,11 @@
 //! answer arrives, or a connection is closed and replaced); a `PoolWait` ends a wait longer
 //! than the pool's `max_wait`.
 //!
+//! With a bulkhead ([`super::bulkheads`]), a started operation first asks for a permit: it
+//! sends its first attempt at once, waits (a `BulkheadWait` ends a wait longer than
+//! `max_wait`; a permit given back sends the oldest waiter's first attempt as a `Send` at that
+//! instant), or fails as `failed_bulkhead`; it gives the permit back when it ends.
+//!
 //! With gateway `layers` ([`super::gateway`]), the request hop ends at the first layer
 //! instead: each layer sends the request down (`LayerSend`, racing its own `LayerTimeout`)
 //! until the last one calls the server, and answers flow back up the same way. A request to
@@ -24,13 +29,14 @@
 //! controls, no idempotency keys, no timeout or deadline and ignore Retry-After
 //! ([`Clients::is_plain`]); the network is instantaneous and lossless; the server has no
 //! faults, rate limit, dedup store or overload ([`Server::is_plain`]); there are no gateway
-//! layers, no connection pool, no measured windows (`[output] windows`) and the workload is not serial
+//! layers, no connection pool, no bulkhead, no measured windows (`[output] windows`) and the workload is not serial
 //! ([`is_plain`]). The thundering herds are plain. [`run`] decides once, and runs the model
 //! compiled with `PLAIN = true`: the same code with every test of a feature that is off
 //! folded away (on the 10,000-client herd, a fifth of the instructions: benches/README.md).
 //! Any other run takes the copy compiled with `PLAIN = false`, which tests each feature. The
 //! two give the same results for a plain run; `tests/it/queue_equivalence.rs` checks it.
 
+use super::bulkheads::{Bulkheads, Entry};
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::connections::{self, Connections, Grant};
 use super::gateway::{self, Caller, Gateways, Step};
@@ -45,7 +51,7 @@ use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::metrics::series::TimeSeries;
 use crate::metrics::{Latencies, RunMetrics, RunRecorder, Window};
-use crate::policy::Outcome;
+use crate::policy::{FailReason, Outcome};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// What an event is; the meaning of [`Ev`]'s fields depends on it.
@@ -84,6 +90,8 @@ pub enum Kind {
     Released,
     /// The dead-lettered operation `a` is re-driven: it sends its first attempt again.
     Redrive,
+    /// Operation `a` has waited its bulkhead's `max_wait` for a permit.
+    BulkheadWait,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -150,6 +158,10 @@ impl Ev {
         Ev::of(Kind::PoolWait, op, attempt, 0)
     }
     #[inline(always)]
+    pub fn bulkhead_wait(op: u32) -> Ev {
+        Ev::of(Kind::BulkheadWait, op, 0, 0)
+    }
+    #[inline(always)]
     pub fn layer_send(ticket: u32) -> Ev {
         Ev::of(Kind::LayerSend, ticket, 0, 0)
     }
@@ -189,6 +201,8 @@ struct QueueModel<const PLAIN: bool> {
     gateways: Option<Gateways>,
     /// The clients' connection pools, if the strategy has one.
     connections: Option<Connections>,
+    /// The clients' bulkheads, if the strategy has one.
+    bulkheads: Option<Bulkheads>,
 }
 
 /// What one run of the queue model is given besides the server's parameters. `queue` (empty) and
@@ -202,6 +216,7 @@ pub struct RunInputs<'a, Q> {
     pub keys: KeyMode,
     pub gateways: Option<Gateways>,
     pub connections: Option<Connections>,
+    pub bulkheads: Option<Bulkheads>,
     pub run_seed: u64,
     pub horizon: Instant,
     pub series: TimeSeries,
@@ -219,9 +234,10 @@ pub fn run<Q: EventQueue<Ev>>(
     inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
     let server = Server::new(server, inputs.run_seed);
-    let (layers, pool) = (inputs.gateways.is_some(), inputs.connections.is_some());
+    let layers = inputs.gateways.is_some();
+    let waits = inputs.connections.is_some() || inputs.bulkheads.is_some();
     if plain_copy
-        && is_plain(inputs.workload, &inputs.clients, &inputs.net, &server, layers, pool, inputs.windows)
+        && is_plain(inputs.workload, &inputs.clients, &inputs.net, &server, layers, waits, inputs.windows)
     {
         run_as::<true, Q>(server, inputs)
     } else {
@@ -236,7 +252,7 @@ pub fn is_plain(
     net: &Network,
     server: &Server,
     layers: bool,
-    pool: bool,
+    waits_in_client: bool,
     windows: &[Window],
 ) -> bool {
     !matches!(workload, Workload::Serial { .. })
@@ -245,7 +261,7 @@ pub fn is_plain(
         && net.is_perfect()
         && server.is_plain()
         && !layers
-        && !pool
+        && !waits_in_client
 }
 
 /// [`run`] with the copy of the model it chose.
@@ -260,6 +276,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         keys,
         gateways,
         connections,
+        bulkheads,
         run_seed,
         horizon,
         series,
@@ -286,6 +303,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         serial: None,
         gateways,
         connections,
+        bulkheads,
     };
     match workload {
         Workload::Closed { clients, ramp, .. } => {
@@ -350,7 +368,8 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             | Kind::Connected
             | Kind::PoolWait
             | Kind::Released
-            | Kind::Redrive => self.clients.ops.prefetch(next.a),
+            | Kind::Redrive
+            | Kind::BulkheadWait => self.clients.ops.prefetch(next.a),
             Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
             _ => {}
         }
@@ -379,7 +398,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                     s.schedule_at(t, Ev::of(Kind::OpenArrival, own, 0, 0));
                 }
                 let op = self.clients.start::<PLAIN>(client, now, &mut self.rec);
-                self.send(op, s);
+                self.begin(op, s);
             }
             Kind::FirstStart | Kind::ClientStart => {
                 let client = a;
@@ -389,7 +408,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                     s.schedule_at(at, Ev::first_start(next));
                 }
                 let op = self.clients.start::<PLAIN>(client, now, &mut self.rec);
-                self.send(op, s);
+                self.begin(op, s);
             }
             Kind::Send => self.send(a, s),
             Kind::Arrive => self.deliver(a, b, Instant::from_ns(c), s),
@@ -418,6 +437,15 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                     && self.pool().wait_expired(connections::Attempt { op, number: attempt })
                 {
                     self.timed_out(op, true, s);
+                }
+                self.clients.ops.release(op);
+            }
+            Kind::BulkheadWait => {
+                let op = a;
+                if self.bulkheads.as_mut().expect("only a bulkhead's wait").wait_expired(op) {
+                    let next =
+                        self.clients.fail_locally::<PLAIN>(op, FailReason::Bulkhead, now, &mut self.rec);
+                    self.next_op(next, s);
                 }
                 self.clients.ops.release(op);
             }
@@ -469,7 +497,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         let attempt = match self.clients.send::<PLAIN>(op, s.now(), &mut self.rec) {
             Sent::Attempt(a) => a,
             Sent::Wait(wait) => return s.schedule_in(wait, Ev::send(op)),
-            Sent::Ended(next) => return self.next_op(next, s),
+            Sent::Ended(next) => return self.op_ended(op, next, s),
         };
         if !attempt.gives_up_at.is_never() {
             self.clients.ops.get(op).refs += 1;
@@ -834,7 +862,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         }
         if matches!(reply.outcome, Outcome::Success) {
             let next = self.clients.succeed::<PLAIN>(op, s.now(), &mut self.rec);
-            self.next_op(next, s);
+            self.op_ended(op, next, s);
         } else if PLAIN || self.clients.visibility().is_none() {
             self.failed(op, reply, s);
         }
@@ -852,8 +880,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                 }
                 s.schedule_in(delay, Ev::send(op))
             }
-            AfterFailure::Ended(next) => self.next_op(next, s),
+            AfterFailure::Ended(next) => self.op_ended(op, next, s),
             AfterFailure::Redrive { at, next } => {
+                // No bulkhead here: validation refuses one with a dead-letter queue.
                 s.schedule_at(at, Ev::redrive(op));
                 self.next_op(next, s)
             }
@@ -972,6 +1001,59 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                 Some(Caller::Layer { ticket: above, .. }) => ticket = above,
             }
         }
+    }
+
+    /// A started operation goes through its bulkhead, if any, before its first attempt.
+    #[inline(always)]
+    fn begin<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
+        if self.has_bulkhead() {
+            return self.enter_bulkhead(op, s);
+        }
+        self.send(op, s)
+    }
+
+    /// Whether the strategy has a bulkhead (never, compiled for a plain run).
+    #[inline(always)]
+    fn has_bulkhead(&self) -> bool {
+        !PLAIN && self.bulkheads.is_some()
+    }
+
+    /// `op` asks its bulkhead for a permit: it sends its first attempt, waits up to
+    /// `max_wait`, or fails at once. Its deadline needs no timer of its own while it waits:
+    /// every operation it waits for started no later than it did and ends by its own
+    /// deadline, so a permit comes by this one's (at the latest at that instant, when they
+    /// started together; its attempt then times out at once).
+    #[inline(never)]
+    fn enter_bulkhead<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
+        let b = self.bulkheads.as_mut().expect("only called with a bulkhead");
+        match b.enter(op, &mut self.clients.ops) {
+            Entry::Admitted => self.send(op, s),
+            Entry::Queued => {
+                let wait = b.max_wait();
+                // The event holds a reference on the operation.
+                self.clients.ops.get(op).refs += 1;
+                s.schedule_in(wait, Ev::bulkhead_wait(op));
+            }
+            Entry::Full => {
+                let next =
+                    self.clients.fail_locally::<PLAIN>(op, FailReason::Bulkhead, s.now(), &mut self.rec);
+                self.next_op(next, s)
+            }
+        }
+    }
+
+    /// `op` ended (it held its bulkhead's permit, if there is one): the permit goes to the
+    /// oldest operation waiting, whose first attempt is sent as the next event at this
+    /// instant; then its client may start its next operation.
+    #[inline(always)]
+    fn op_ended<Q: EventQueue<Ev>>(&mut self, op: u32, next: Option<NextOp>, s: &mut Scheduler<Ev, Q>) {
+        if self.has_bulkhead() {
+            let b = self.bulkheads.as_mut().expect("checked");
+            if let Some(waiter) = b.leave(op, &mut self.clients.ops) {
+                s.schedule_in(Span::ZERO, Ev::send(waiter));
+            }
+        }
+        self.next_op(next, s)
     }
 
     #[inline]

@@ -41,18 +41,21 @@ pub enum FailReason {
     Breaker,
     /// Client-side throttling rejected the call locally.
     Throttled,
+    /// The client's bulkhead was full and its wait for a permit ran out (or it may not wait).
+    Bulkhead,
     /// Still pending at the horizon.
     Unfinished,
 }
 
 impl FailReason {
-    pub const ALL: [FailReason; 7] = [
+    pub const ALL: [FailReason; 8] = [
         FailReason::Exhausted,
         FailReason::NonRetryable,
         FailReason::Deadline,
         FailReason::Budget,
         FailReason::Breaker,
         FailReason::Throttled,
+        FailReason::Bulkhead,
         FailReason::Unfinished,
     ];
 
@@ -65,6 +68,7 @@ impl FailReason {
             FailReason::Budget => "budget",
             FailReason::Breaker => "breaker",
             FailReason::Throttled => "throttled",
+            FailReason::Bulkhead => "bulkhead",
             FailReason::Unfinished => "unfinished",
         }
     }

@@ -123,6 +123,11 @@ impl<W: Copy> ConnectionPool<W> {
         None
     }
 
+    /// The most connections the pool opens.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
     /// Connections open or opening.
     pub fn open(&self) -> u32 {
         self.open

@@ -325,6 +325,31 @@ fn cases() -> Vec<Case> {
             stderr: &["`strategies.fj.pool`", "response_loss"],
         },
         Case {
+            what: "a bulkhead admitting no operation",
+            text: valid(),
+            args: &["--set", "strategies.fj.bulkhead.max_in_flight=0"],
+            stderr: &["strategies.fj.bulkhead.max_in_flight", "max_in_flight >= 1"],
+        },
+        Case {
+            what: "a negative bulkhead wait",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nbulkhead = { max_wait = \"-5ms\" }"),
+            args: &[],
+            stderr: &["`client.bulkhead.max_wait`", "negative"],
+        },
+        Case {
+            what: "an unknown key in a bulkhead",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nbulkhead = { max_concurrent_calls = 5 }"),
+            args: &[],
+            stderr: &["`client.bulkhead.max_concurrent_calls`"],
+        },
+        Case {
+            what: "a bulkhead on the OCC server",
+            text: replaced("concurrency = 4\n", "kind = \"occ\"\n")
+                .replace("service_time = { dist = \"exponential\", mean = \"10ms\" }\nqueue = 0\n", ""),
+            args: &["--set", "strategies.fj.bulkhead.max_in_flight=10"],
+            stderr: &["`strategies.fj.bulkhead`", "not supported for server.kind = \"occ\""],
+        },
+        Case {
             what: "a run that cannot fit in memory",
             text: valid(),
             args: &["--set", "workload.clients=100000000", "--threads", "64"],
@@ -454,6 +479,12 @@ fn cases() -> Vec<Case> {
             .replace("max_attempts = 3\n", ""),
             args: &[],
             stderr: &["`workload.visibility_timeout`", "must be > 0"],
+        },
+        Case {
+            what: "a bulkhead with a dead-letter queue",
+            text: replaced("max_attempts = 3", "max_attempts = 3\ndead_letter = { after = 3 }\nbulkhead = { max_in_flight = 5 }"),
+            args: &[],
+            stderr: &["`strategies.fj.bulkhead`", "dead-letter queue"],
         },
         Case {
             what: "a queue's consumers where the schema keeps them",

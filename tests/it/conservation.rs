@@ -449,6 +449,8 @@ struct StrategyCase {
     /// `dead_letter.after` (kept at most the strategy's `max_attempts`) and the re-drive: after
     /// so many ms, with a new key or not (queue server only).
     dead_letter: Option<(u32, Option<(u32, bool)>)>,
+    /// A bulkhead (queue server only, validated).
+    bulkhead: Option<Bulkhead>,
 }
 
 #[derive(Clone, Debug)]
@@ -469,6 +471,29 @@ impl Pool {
             self.size, self.close_on_timeout, self.connect_us
         )
     }
+}
+
+#[derive(Clone, Debug)]
+struct Bulkhead {
+    max_in_flight: u32,
+    max_wait_ms: u32,
+    shared: bool,
+}
+
+impl Bulkhead {
+    fn toml(&self) -> String {
+        let scope = if self.shared { "shared" } else { "client" };
+        format!(
+            "{{ max_in_flight = {}, max_wait = \"{}ms\", scope = \"{scope}\" }}",
+            self.max_in_flight, self.max_wait_ms
+        )
+    }
+}
+
+/// Small bulkheads, so that they bind; a wait of 0 (fail at once) as often as not.
+fn bulkhead() -> impl Strategy<Value = Bulkhead> {
+    (1..=6u32, prop_oneof![Just(0u32), 1..=500u32], any::<bool>())
+        .prop_map(|(max_in_flight, max_wait_ms, shared)| Bulkhead { max_in_flight, max_wait_ms, shared })
 }
 
 fn pool() -> impl Strategy<Value = Pool> {
@@ -660,6 +685,7 @@ impl Case {
                     lines.push(format!("redrive = {{ after = \"{after_ms}ms\", key = \"{key}\" }}"));
                 }
             }
+            lines.extend(s.bulkhead.as_ref().map(|b| format!("bulkhead = {}", b.toml())));
         }
         lines.join("\n") + "\n"
     }
@@ -698,6 +724,7 @@ fn case() -> impl Strategy<Value = Case> {
                 any::<bool>(),
                 prop_oneof![2 => Just(None), 1 => pool().prop_map(Some)],
                 proptest::option::of((1..=6u32, proptest::option::of((0..=2_000u32, any::<bool>())))),
+                prop_oneof![2 => Just(None), 1 => bulkhead().prop_map(Some)],
             ),
             1..=3,
         ),
@@ -722,17 +749,22 @@ fn case() -> impl Strategy<Value = Case> {
                     retry_on,
                     strategies: strategies
                         .into_iter()
-                        .map(|(backoff, max_attempts, keys, honor_dont_retry, pool, dead_letter)| {
-                            StrategyCase {
-                                backoff,
-                                max_attempts,
-                                keys,
-                                honor_dont_retry,
-                                // A pool needs the queue server and a lossless network (validated).
-                                pool: pool.filter(|_| !occ && !lossy),
-                                dead_letter: dead_letter.filter(|_| !occ),
-                            }
-                        })
+                        .map(
+                            |(backoff, max_attempts, keys, honor_dont_retry, pool, dead_letter, bulkhead)| {
+                                StrategyCase {
+                                    backoff,
+                                    max_attempts,
+                                    keys,
+                                    honor_dont_retry,
+                                    // A pool needs the queue server and a lossless network (validated).
+                                    pool: pool.filter(|_| !occ && !lossy),
+                                    dead_letter: dead_letter.filter(|_| !occ),
+                                    // A bulkhead needs the queue server and no dead-letter queue
+                                    // (validated).
+                                    bulkhead: bulkhead.filter(|_| !occ && dead_letter.is_none()),
+                                }
+                            },
+                        )
                         .collect(),
                 }
                 .bounded()
@@ -773,21 +805,33 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     }
 
     // Attempts: each one reaches the server at most once; every started operation sends its
-    // first attempt at once (queue). An OCC attempt's call is its write, two hops after the
-    // operation starts, so only operations that ended are sure to have made one.
+    // first attempt at once (queue), unless its bulkhead refuses it (failed_bulkhead) or it
+    // still waits for a permit at the horizon (unfinished). An
+    // OCC attempt's call is its write, two hops after the operation starts, so only operations
+    // that ended are sure to have made one.
+    let refused = failed_by(FailReason::Bulkhead);
+    let unfinished = failed_by(FailReason::Unfinished);
+    let never_sent = refused + if s.bulkhead.is_some() { unfinished } else { 0 };
     prop_assert!(m.server_calls <= m.calls, "server_calls {} > calls {}", m.server_calls, m.calls);
     if occ {
-        prop_assert!(m.calls >= m.ops - failed_by(FailReason::Unfinished), "calls {} < ended ops", m.calls);
+        prop_assert!(m.calls >= m.ops - unfinished, "calls {} < ended ops", m.calls);
     } else {
-        prop_assert!(m.calls >= m.ops, "calls {} < ops {}", m.calls, m.ops);
+        prop_assert!(m.calls + never_sent >= m.ops, "calls {} < ops {}", m.calls, m.ops);
+    }
+    if s.bulkhead.is_none() {
+        prop_assert_eq!(refused, 0, "failed_bulkhead without a bulkhead");
     }
     // A re-drive is a new pass of the retry loop.
     let passes = m.ops + m.redriven;
     let tries = c.max_attempts(s).map(|max| dead_letter.map_or(max, |(after, _)| after.min(max)));
     if let Some(max) = tries {
         prop_assert!(m.calls <= max as u64 * passes, "calls {} > {max} x passes {}", m.calls, passes);
-        if max == 1 && !occ {
+        if max == 1 && !occ && s.bulkhead.is_none() {
             prop_assert_eq!(m.calls, passes, "max_attempts = 1 means no retries");
+        }
+        if max == 1 && s.bulkhead.is_some() {
+            // One attempt per operation that got a permit; the others failed or still wait.
+            prop_assert!(m.calls + refused <= m.ops && m.calls + never_sent >= m.ops);
         }
     } else if dead_letter.is_none() {
         prop_assert_eq!(failed_by(FailReason::Exhausted), 0, "unlimited attempts are never exhausted");
@@ -960,8 +1004,17 @@ fn check_run(c: &Case, s: &StrategyCase, m: &RunMetrics) -> Result<(), TestCaseE
     });
     let pool_gives_up = s.pool.as_ref().is_some_and(|p| p.max_wait_ms.is_some());
     if healthy && waits_forever && !pool_gives_up && c.request_loss == 0.0 && c.response_loss == 0.0 {
-        prop_assert_eq!(m.failed, failed_by(FailReason::Unfinished), "a healthy server fails nothing");
-        prop_assert_eq!(m.calls, m.ops, "a healthy server needs no retries");
+        prop_assert_eq!(
+            m.failed,
+            failed_by(FailReason::Unfinished) + refused,
+            "a healthy server fails nothing (a full bulkhead may)"
+        );
+        if s.bulkhead.is_none() {
+            prop_assert_eq!(m.calls, m.ops, "a healthy server needs no retries");
+        } else {
+            // One attempt per operation that got its permit (some may wait at the horizon).
+            prop_assert!(m.calls + refused <= m.ops && m.calls + refused + unfinished >= m.ops);
+        }
         prop_assert_eq!(m.duplicates, 0);
     }
     Ok(())

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 43] = [
+const METRICS: [&str; 44] = [
     "ops",
     "succeeded",
     "failed",
@@ -19,6 +19,7 @@ const METRICS: [&str; 43] = [
     "failed_budget",
     "failed_breaker",
     "failed_throttled",
+    "failed_bulkhead",
     "failed_unfinished",
     "dead_lettered",
     "calls",

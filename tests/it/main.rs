@@ -10,6 +10,7 @@ mod architecture;
 mod aws_study;
 mod bad_input;
 mod brooker;
+mod bulkhead;
 mod capacity;
 mod case_studies;
 mod cli_run;

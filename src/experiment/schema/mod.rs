@@ -20,6 +20,7 @@ use crate::policy::breaker::RetryRatioParams;
 use crate::policy::budget::{
     BrookerBucketParams, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
 };
+use crate::policy::bulkhead::BulkheadParams;
 use crate::policy::pool::PoolParams;
 use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
 use std::borrow::Cow;
@@ -937,6 +938,8 @@ macro_rules! policy_fields {
             f("throttle", Ty::Tagged(&THROTTLE), Absent("no throttling"), "client-side adaptive throttling (failed_throttled)"),
             f("pool", Ty::Table(&POOL), Absent("no pool: every attempt is sent at once"), "a connection pool: attempts wait in the client for one of `size` connections (the Go MongoDB driver)")
                 .rules("queue server only; not with layers or network loss"),
+            f("bulkhead", Ty::Table(&BULKHEAD), Absent("no bulkhead: every operation starts at once"), "a bulkhead: at most `max_in_flight` operations in flight, across their retries; the rest wait up to `max_wait`, then fail as failed_bulkhead (resilience4j's SemaphoreBulkhead)")
+                .rules("queue server only"),
             f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
             f("dead_letter", Ty::Table(&DEAD_LETTER), Absent("none: an operation whose tries are used up fails (failed_exhausted)"), "a dead-letter queue: an operation whose tries are used up is dead-lettered (dead_lettered) instead of failed")
                 .rules("queue server only"),
@@ -1274,6 +1277,29 @@ pub static POOL: Table = Table {
             Value("\"0s\""),
             "opening a connection (connections open on demand, and again after a close) before the request is sent on it",
         ),
+        scope(),
+    ],
+};
+
+pub static BULKHEAD: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "max_in_flight",
+            U32,
+            Int(BulkheadParams::RESILIENCE4J_MAX_IN_FLIGHT as u64),
+            "operations inside the bulkhead at once, each from its first attempt to its end (resilience4j's maxConcurrentCalls)",
+        )
+        .range(Range::AtLeast(1.0))
+        .message("a bulkhead admitting {v} operations would fail every one: set max_in_flight >= 1 (resilience4j's default is 25)"),
+        f(
+            "max_wait",
+            Ty::Duration,
+            Value("\"0s\""),
+            "how long an operation waits in a FIFO for a permit before it fails as failed_bulkhead; 0: it fails at once (resilience4j's maxWaitDuration)",
+        )
+        .range(Range::AtLeast(0.0))
+        .message("a wait cannot be negative: set max_wait >= 0 (0 fails a call over the limit at once, resilience4j's default)"),
         scope(),
     ],
 };

@@ -264,8 +264,10 @@ backoff = { kind = "constant", base = "1ms" }
     load_str(closed, "closed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
                    idempotency = { lock_ttl = \"30s\", release = \"delete\", fencing = true }\n";
-    // A connection pool needs the queue server and a lossless network.
-    let pool = "name = \"c\"\npool = { size = 10, max_wait = \"50ms\", close_on_timeout = false, connect_time = \"1ms\", scope = \"shared\" }\n";
+    // A connection pool needs the queue server and a lossless network; a bulkhead, the queue
+    // server.
+    let pool = "name = \"c\"\npool = { size = 10, max_wait = \"50ms\", close_on_timeout = false, connect_time = \"1ms\", scope = \"shared\" }\n\
+                bulkhead = { max_in_flight = 2, max_wait = \"5ms\", scope = \"client\" }\n";
     let constant = closed
         .replace("[server]\nkind = \"occ\"\n", service)
         .replace("dist = \"normal\", mean = \"1ms\", sd = \"0\"", "dist = \"exponential\", mean = \"1ms\"")
@@ -292,7 +294,9 @@ backoff = { kind = "constant", base = "1ms" }
     let queue = constant.replace(
         "kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n",
         "kind = \"queue\"\nrate = 5.0\nduration = \"1s\"\narrivals = \"fixed\"\nvisibility_timeout = \"30s\"\nmax_receive_count = 5\nack_loss = 0.01\n",
-    );
+    )
+    // A bulkhead with a queue workload is refused (its own check).
+    .replace("bulkhead = { max_in_flight = 2, max_wait = \"5ms\", scope = \"client\" }\n", "");
     assert!(queue.contains("kind = \"queue\""), "test bug: the closed workload was not replaced");
     load_str(&queue, "queue.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}");

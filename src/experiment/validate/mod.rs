@@ -279,6 +279,7 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("pool", p.pool.is_some(), "a connection pool"),
             ("dead_letter", p.dead_letter.is_some(), "a dead-letter queue"),
             ("redrive", p.redrive.is_some(), "a re-drive"),
+            ("bulkhead", p.bulkhead.is_some(), "a bulkhead"),
         ];
         for (k, present, what) in unsupported {
             if present {
@@ -357,6 +358,7 @@ fn strategies(spec: &ExperimentSpec) -> Check {
             backoff(&format!("{key}.backoff"), &s.policy.backoff)?;
         }
         pool(spec, s, &key)?;
+        bulkhead(spec, s, &key)?;
     }
     Ok(())
 }
@@ -563,6 +565,31 @@ fn pool(spec: &ExperimentSpec, s: &Strategy, key: &str) -> Check {
             format!("{key}.pool"),
             "with network.request_loss or network.response_loss is not modelled (a connection \
              delivers what it carries); set both losses to 0 or remove pool",
+        )?;
+    }
+    Ok(())
+}
+
+/// A bulkhead's permit is held from an operation's first attempt to its end (DESIGN §4.8). A
+/// dead-lettered operation leaves its caller and is re-driven later, and a queue workload's
+/// message is delivered again by the queue, not by the caller: who holds the permit then is
+/// not modelled.
+fn bulkhead(spec: &ExperimentSpec, s: &Strategy, key: &str) -> Check {
+    if s.policy.bulkhead.is_none() {
+        return Ok(());
+    }
+    if s.policy.dead_letter.is_some() {
+        fail(
+            format!("{key}.bulkhead"),
+            "with a dead-letter queue is not modelled (a dead-lettered operation is re-driven \
+             outside its caller's bulkhead); remove bulkhead or dead_letter",
+        )?;
+    }
+    if matches!(spec.workload, WorkloadSpec::Queue { .. }) {
+        fail(
+            format!("{key}.bulkhead"),
+            "with a queue workload is not modelled (the queue, not a caller, delivers a message \
+             again); remove bulkhead or use an open or closed workload",
         )?;
     }
     Ok(())
