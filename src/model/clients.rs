@@ -198,7 +198,9 @@ impl Clients {
 
     /// Starts an operation of `client` at `now`; returns its slot. The caller sends the first
     /// attempt with [`Clients::send`].
-    #[inline]
+    // Always inlined: once the dead-letter queue grew this file, the plain copy called it (100 k
+    // calls on the 10k herd; benches/README.md).
+    #[inline(always)]
     pub fn start<const PLAIN: bool>(&mut self, client: u32, now: Instant, rec: &mut RunRecorder) -> u32 {
         // Each operation draws its jitter from its own stream, labelled by its client and an
         // index unique within that client: in a closed workload the number of operations the
