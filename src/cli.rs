@@ -43,6 +43,34 @@ pub enum Command {
     /// Run the validation suite (experiments/validation/) and write VALIDATION.md: every
     /// model against theory and the published studies. Exits with 1 if a check fails.
     Validate(ValidateArgs),
+    /// Infer a client's retry strategy from a recorded attempt log (the requests.csv of
+    /// `serve`, or a CSV of time, operation id and status): its attempt limit, backoff kind,
+    /// base, cap and multiplier by maximum likelihood, and its treatment of Retry-After;
+    /// print the `[[strategies]]` block. Exit code 1 when the log cannot decide.
+    Fit(FitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FitArgs {
+    /// The attempt log (CSV with a header row).
+    pub log: PathBuf,
+    /// `serve`: the requests.csv of `retrysim serve` (arrival_s, op_id, status, queue_wait_s +
+    /// service_s, retry_after_s); `csv`: columns time, op, status.
+    #[arg(long, value_name = "FORMAT", default_value = "csv", value_parser = ["serve", "csv"])]
+    pub format: String,
+    /// The log's column names, as field=header pairs: time, op, status, duration (`a+b` sums
+    /// columns), retry_after. Example: --columns time=ts,op=request_id,status=code
+    #[arg(long, value_name = "FIELD=HEADER,...")]
+    pub columns: Option<String>,
+    /// The unit of numeric times (RFC 3339 times are read as such).
+    #[arg(long, value_name = "UNIT", default_value = "s", value_parser = ["s", "ms", "us"])]
+    pub time_unit: String,
+    /// The unit of the duration column(s) [default: the time unit].
+    #[arg(long, value_name = "UNIT", value_parser = ["s", "ms", "us"])]
+    pub duration_unit: Option<String>,
+    /// The name of the printed strategy.
+    #[arg(long, value_name = "NAME", default_value = "fitted")]
+    pub name: String,
 }
 
 #[derive(Debug, Args)]

@@ -3,8 +3,8 @@
 //! exit codes.
 
 use crate::cli::{
-    CheckArgs, ExplainArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs, SchemaArgs,
-    SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
+    CheckArgs, ExplainArgs, FitArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs,
+    SchemaArgs, SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
 };
 use crate::experiment::presets;
 use crate::experiment::{self, Experiment, Overrides};
@@ -711,4 +711,30 @@ fn load(file: &Path, o: &OverrideArgs) -> Result<(Experiment, Option<TuneSpec>),
 /// [`crate::experiment::cost::cell_events`]).
 fn run_weights(exp: &crate::experiment::Experiment, cells: &[crate::sweep::Cell]) -> Vec<f64> {
     cells.iter().map(|c| crate::experiment::cost::cell_events(&exp.points[c.point], c.strategy)).collect()
+}
+
+/// `retrysim fit`: read the log, fit, print; `Err(Undecided)` (exit 1) when the log cannot
+/// decide a strategy.
+pub fn fit(a: &FitArgs) -> Result<(), Error> {
+    let mut columns =
+        if a.format == "serve" { crate::fit::Columns::serve() } else { crate::fit::Columns::plain() };
+    if let Some(spec) = &a.columns {
+        columns = columns.with(spec)?;
+    }
+    let seconds = |unit: &str| match unit {
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        _ => 1.0,
+    };
+    let units = crate::fit::log::Units {
+        time_s: seconds(&a.time_unit),
+        duration_s: seconds(a.duration_unit.as_deref().unwrap_or(&a.time_unit)),
+    };
+    let log = crate::fit::log::read(&a.log, &columns, units)?;
+    let report = crate::fit::fit(&log, &a.log)?;
+    print!("{}", crate::fit::strategy::render(&report, &a.log.display().to_string(), &a.name));
+    match report.verdict {
+        crate::fit::Verdict::Decided => Ok(()),
+        _ => Err(Error::Undecided),
+    }
 }

@@ -42,6 +42,14 @@ pub enum Error {
     /// unknown `--check`, 1 for a suite file that lacks what its check reads).
     #[error(transparent)]
     Validation(#[from] ValidationError),
+
+    /// Bad input to `fit`: an unreadable log, a missing column, a log without retries.
+    #[error(transparent)]
+    Fit(#[from] crate::fit::FitError),
+
+    /// `fit` read the log but it does not decide a strategy (said above, with why).
+    #[error("the log does not decide a strategy (see above); no [[strategies]] block printed")]
+    Undecided,
     /// The validation suite ran and some checks failed (exit code 1); VALIDATION.md says which.
     #[error("{failed} of {total} validation check(s) failed: {}; see {}", names.join(", "), path.display())]
     ChecksFailed { failed: usize, total: usize, names: Vec<String>, path: std::path::PathBuf },
@@ -75,7 +83,8 @@ impl Error {
     /// everything else (DESIGN §8).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Config(_) | Error::Flag { .. } => 2,
+            Error::Config(_) | Error::Flag { .. } | Error::Fit(_) => 2,
+            Error::Undecided => 1,
             Error::Merge(e) => e.exit_code(),
             Error::Slurm(e) => e.exit_code(),
             Error::Report(ReportError::Write(_) | ReportError::Chart { .. }) => 1,

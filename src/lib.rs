@@ -89,6 +89,7 @@ pub mod commands;
 pub mod engine;
 mod error;
 pub mod experiment;
+pub mod fit;
 pub mod interrupt;
 pub mod metrics;
 pub mod model;

@@ -9,6 +9,8 @@
 
 mod digits;
 mod estimate;
+mod ks;
+mod nelder_mead;
 mod normal;
 mod running;
 mod special;
@@ -17,6 +19,8 @@ mod tolerance;
 
 pub use digits::{decimal_exponent, fixed, sig, sig_padded};
 pub use estimate::{CONFIDENCE, Estimate, mean, sample_sd, standard_error};
+pub use ks::{ks_p_value, ks_statistic};
+pub use nelder_mead::{Minimum, minimise};
 pub use normal::{chi_square_quantile, normal_cdf, normal_quantile};
 pub use running::{Running, Stat};
 pub use special::{incomplete_beta, ln_gamma};

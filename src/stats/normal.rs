@@ -116,6 +116,10 @@ fn erfc(x: f64) -> f64 {
             }
         }
         1.0 - 2.0 / std::f64::consts::PI.sqrt() * sum
+    } else if x > 27.5 {
+        // exp(-x^2) is exactly 0 in f64 beyond 27.3: the continued fraction would only
+        // divide zero (this is the common case of a fit whose noise is small).
+        0.0
     } else {
         // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))).
         let mut f = x;

@@ -51,10 +51,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("validation", BELOW_THE_VERBS),
     ("slurm", &["stats", "metrics", "experiment", "sweep", "results", "report"]),
     ("progress", &["stats", "metrics"]),
+    // Recorded attempt logs -> a fitted strategy: statistics only.
+    ("fit", &["stats"]),
     // The stop flag that SIGINT, SIGTERM and SIGHUP raise.
     ("interrupt", &[]),
     ("cli", &[]),
-    ("error", &["experiment", "results", "report", "slurm", "tune", "validation", "interrupt"]),
+    ("error", &["experiment", "results", "report", "slurm", "tune", "validation", "interrupt", "fit"]),
     (
         "commands",
         &[
@@ -76,6 +78,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cli",
             "error",
             "interrupt",
+            "fit",
         ],
     ),
 ];
