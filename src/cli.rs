@@ -43,6 +43,34 @@ pub enum Command {
     /// Run the validation suite (experiments/validation/) and write VALIDATION.md: every
     /// model against theory and the published studies. Exits with 1 if a check fails.
     Validate(ValidateArgs),
+    /// Play the file's `[server]` as a real HTTP/1.1 server on the loopback, in wall-clock
+    /// time, for testing a real client; write requests.csv, summary.csv and timeseries.csv
+    /// when it stops (--for, SIGINT or SIGTERM).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The experiment file (TOML); its `[server]` (kind "queue") is served.
+    pub file: PathBuf,
+    /// The loopback address to listen on; port 0 picks a free port (the address is printed).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Output folder [default: results/NAME-serve/, where NAME is the experiment's name].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Stop after this long ("30s", "2m"); without it, serve until SIGINT or SIGTERM.
+    #[arg(long = "for", value_name = "DURATION")]
+    pub run_for: Option<String>,
+    /// Send Retry-After as an HTTP-date instead of seconds.
+    #[arg(long)]
+    pub retry_after_date: bool,
+    /// `--set` and `--seed` as for `run` (`--runs` is not used: serve plays run 1's draws).
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+    /// Print nothing but the address and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,7 @@ fn main() {
         Command::Presets(a) => commands::presets(a),
         Command::Explain(a) => commands::explain(a),
         Command::Validate(a) => commands::validate(a),
+        Command::Serve(a) => commands::serve(a),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e}");
