@@ -92,7 +92,6 @@ pub fn serve(
     stop: &AtomicBool,
     bound: impl FnOnce(SocketAddr),
 ) -> Result<Served, ServeError> {
-    std::fs::create_dir_all(&opts.out).map_err(WriteError::at(&opts.out))?;
     raise_file_limit();
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ServeError::Runtime)?;
@@ -100,6 +99,8 @@ pub fn serve(
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|source| ServeError::Listen { addr: opts.listen, source })?;
     let addr = listener.local_addr().map_err(|source| ServeError::Listen { addr: opts.listen, source })?;
+    // Created once the address is ours: a refused address leaves no folder behind.
+    std::fs::create_dir_all(&opts.out).map_err(WriteError::at(&opts.out))?;
     let log = RequestLog::create(&opts.out)?;
     let tally = Tally::new(plan.bucket_ns);
     let stopped = runtime.block_on(async {
