@@ -50,11 +50,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("tune", BELOW_THE_VERBS),
     ("validation", BELOW_THE_VERBS),
     ("slurm", &["stats", "metrics", "experiment", "sweep", "results", "report"]),
+    // `retrysim serve`: the model's queue server driven by the wall clock over HTTP. It
+    // calls the model as the simulation's loop does, and never the sweep or the reports.
+    ("serve", &["engine", "policy", "experiment", "model", "assembly", "results"]),
     ("progress", &["stats", "metrics"]),
     // The stop flag that SIGINT, SIGTERM and SIGHUP raise.
     ("interrupt", &[]),
     ("cli", &[]),
-    ("error", &["experiment", "results", "report", "slurm", "tune", "validation", "interrupt"]),
+    ("error", &["experiment", "results", "report", "slurm", "tune", "validation", "interrupt", "serve"]),
     (
         "commands",
         &[
@@ -72,6 +75,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "tune",
             "validation",
             "slurm",
+            "serve",
             "progress",
             "cli",
             "error",
