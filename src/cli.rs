@@ -65,9 +65,13 @@ pub struct ServeArgs {
     /// Send Retry-After as an HTTP-date instead of seconds.
     #[arg(long)]
     pub retry_after_date: bool,
-    /// `--set` and `--seed` as for `run` (`--runs` is not used: serve plays run 1's draws).
-    #[command(flatten)]
-    pub overrides: OverrideArgs,
+    /// Override a key of the file, as for `run`; repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Master seed, overriding the file's `seed`: serve draws service times and errors as
+    /// run 1 of `retrysim run` does.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Print nothing but the address and errors.
     #[arg(long, short)]
     pub quiet: bool,

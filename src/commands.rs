@@ -700,7 +700,8 @@ fn warn(file: &Path, exp: &Experiment) {
 /// `retrysim serve`: the file's `[server]` over HTTP until `--for` or a signal; a signal is
 /// the normal way to stop it (exit 0, every file written).
 pub fn serve(a: &ServeArgs) -> Result<(), Error> {
-    let (exp, _) = load(&a.file, &a.overrides)?;
+    let overrides = OverrideArgs { set: a.set.clone(), runs: None, seed: a.seed };
+    let (exp, _) = load(&a.file, &overrides)?;
     let plan = crate::serve::plan::plan(&exp, &a.file.display().to_string())?;
     let flag = |flag: String, reason: String| Error::Flag { flag, reason };
     let listen: std::net::SocketAddr = a.listen.parse().map_err(|e| {

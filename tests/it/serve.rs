@@ -447,3 +447,13 @@ fn for_duration_stops_by_itself() {
     assert_eq!(log.column("op_id"), ["x"]);
     assert!(served.out.join("summary.csv").exists());
 }
+
+/// docs/real-client.md's worked example is a file serve accepts.
+#[test]
+fn the_documented_example_is_servable() {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/real-client.md")).unwrap();
+    let block = page.split("```toml\n").nth(1).expect("a TOML block").split("```").next().unwrap();
+    let exp = load_str(block, "docs/real-client.md", &Overrides::default()).expect("the example loads");
+    let plan = retrysim::serve::plan::plan(&exp, "docs/real-client.md").expect("serve plays it");
+    assert_eq!((plan.server.faults.len(), plan.server.idempotency.is_some()), (2, true));
+}
