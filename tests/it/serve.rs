@@ -457,3 +457,38 @@ fn the_documented_example_is_servable() {
     let plan = retrysim::serve::plan::plan(&exp, "docs/real-client.md").expect("serve plays it");
     assert_eq!((plan.server.faults.len(), plan.server.idempotency.is_some()), (2, true));
 }
+
+/// nginx's `limit_req` (`leaky-bucket`, rate 10/s, burst 2) holds the requests within the
+/// burst at the server and lets them through one per 100 ms: of 4 sent at once, one passes,
+/// two are held 100 ms and 200 ms (then served), one is refused with nginx's 503.
+#[test]
+fn a_delaying_rate_limiter_holds_requests_on_the_wall_clock() {
+    let toml = OUTAGE
+        .replace(
+            "faults = [{ kind = \"outage\", start = \"1s\", duration = \"1s\", status = 503, retry_after = \"2s\" }]\n",
+            "",
+        )
+        .replace("[client]", "[server.rate_limit]\nkind = \"leaky-bucket\"\nrate = 10.0\nburst = 2\n[client]");
+    let served = Served::start(&toml, &[]);
+    let a = served.addr;
+    let mut statuses = at_once(a, &[&[], &[], &[], &[]]);
+    statuses.sort();
+    let (log, _, _served) = served.stop();
+    assert_eq!(statuses, [200, 200, 200, 503]);
+    let mut held: Vec<f64> = log.rows.iter().map(|r| log.num(r, "held_s")).collect();
+    held.sort_by(f64::total_cmp);
+    // Four requests from four threads arrive within a few ms: nginx's milli-request
+    // arithmetic makes the holds 100 ms and 200 ms less the time between arrivals.
+    assert_eq!(held[0], 0.0);
+    assert_eq!(held[1], 0.0, "the refused one is not held");
+    assert!((held[2] - 0.1).abs() < 0.02 && (held[3] - 0.2).abs() < 0.02, "holds {held:?}");
+    for r in &log.rows {
+        if log.get(r, "status") == "200" {
+            let end = log.num(r, "arrival_s")
+                + log.num(r, "held_s")
+                + log.num(r, "queue_wait_s")
+                + log.num(r, "service_s");
+            assert!((log.num(r, "answered_s") - end).abs() < 2e-6, "answered when held, queued and served");
+        }
+    }
+}
