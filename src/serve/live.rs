@@ -8,7 +8,8 @@
 //! to never go back, and a timer fires a little after its instant: before a request is
 //! admitted at `now`, every timer due by `now` is played at its own instant, so events reach
 //! the model in the order of their instants, as in the simulation; the clock given to the
-//! model never decreases.
+//! model never decreases. The log's `answered_s` is when the answer was actually sent (the
+//! timer's lag included), what the client sees.
 //!
 //! **Identity.** A request's attempt field carries its serial number (how its answer finds
 //! its HTTP connection). A request with an idempotency key is a request of the operation
@@ -80,6 +81,9 @@ pub struct Live {
     server: Server,
     /// The latest instant given to the model.
     clock: Instant,
+    /// The latest reading of the wall clock: a timer is played at its own instant, a little
+    /// after it (the answer is sent now, and `answered_s` says when).
+    wall: Instant,
     timers: BinaryHeap<Reverse<Timer>>,
     timer_order: u64,
     pending: HashMap<u32, Pending>,
@@ -110,6 +114,7 @@ impl Live {
         let server = Server::new(params, run_seed);
         let mut live = Live {
             clock: Instant::ZERO,
+            wall: Instant::ZERO,
             timers: BinaryHeap::new(),
             timer_order: 0,
             pending: HashMap::new(),
@@ -141,6 +146,7 @@ impl Live {
 
     /// Plays every timer due by `now`, each at its own instant.
     pub fn advance(&mut self, now: Instant) {
+        self.wall = self.wall.max(now);
         while let Some(Reverse(t)) = self.timers.peek().copied()
             && t.at <= now
         {
@@ -265,7 +271,7 @@ impl Live {
         if let Answer::Http(h) = &sent {
             row.status = Some(h.status);
             row.retry_after = h.retry_after.clone();
-            row.answered_s = Some(now.as_secs_f64());
+            row.answered_s = Some(self.wall.max(now).as_secs_f64());
         }
         // A silenced request's connection stays open: it is told to wait for nothing.
         row.delivered = p.reply_to.take().is_some_and(|to| to.send(sent).is_ok()) && fate != Fate::Silenced;

@@ -155,8 +155,7 @@ impl RequestLog {
         if let Some(e) = self.failed {
             return Err(WriteError::at(&self.path)(e));
         }
-        let buffered =
-            self.csv.into_inner().map_err(|e| WriteError::at(&self.path)(e.into_error().into()))?;
+        let buffered = self.csv.into_inner().map_err(|e| WriteError::at(&self.path)(e.into_error()))?;
         let tmp = buffered.into_inner().map_err(|e| WriteError::at(&self.path)(e.into_error()))?;
         persist(tmp, &self.path)?;
         Ok(self.path)

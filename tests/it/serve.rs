@@ -488,7 +488,10 @@ fn a_delaying_rate_limiter_holds_requests_on_the_wall_clock() {
                 + log.num(r, "held_s")
                 + log.num(r, "queue_wait_s")
                 + log.num(r, "service_s");
-            assert!((log.num(r, "answered_s") - end).abs() < 2e-6, "answered when held, queued and served");
+            // Sent once held, queued and served, plus the timer's lag (tokio's timers tick in
+            // milliseconds).
+            let lag = log.num(r, "answered_s") - end;
+            assert!((-2e-6..0.05).contains(&lag), "answered {lag} s after the model's instant");
         }
     }
 }
