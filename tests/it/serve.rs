@@ -6,7 +6,7 @@
 //!   that the model's own [`Server`] gives the same requests at the arrival times the log
 //!   recorded, replayed here through the model's API as the simulation's event loop calls it.
 //! - An outage scheduled on [1 s, 2 s) answers 503 exactly for the arrivals the server's clock
-//!   places in it, and the client sees it begin and end within 150 ms of the schedule.
+//!   places in it, and the client sees it begin and end within 250 ms of the schedule.
 //! - Unreadable requests get 400 and the server goes on; SIGTERM writes every file and exits
 //!   0; 2,000 requests over 200 concurrent connections are all answered and all logged.
 
@@ -162,7 +162,7 @@ clients = 1
 concurrency = 1
 queue = 1
 service_time = { dist = "constant", value = "150ms" }
-faults = [{ kind = "errors", start = "0s", duration = "400ms", probability = 1.0, status = 504, after_effect = true }]
+faults = [{ kind = "errors", start = "0s", duration = "1500ms", probability = 1.0, status = 504, after_effect = true }]
 [server.idempotency]
 ttl = "10m"
 on_in_progress = "conflict"
@@ -249,10 +249,11 @@ fn model_answers(toml: &str, log: &Table) -> BTreeMap<u64, (u16, Option<String>)
 fn a_scripted_sequence_is_answered_as_the_model_answers_it() {
     let served = Served::start(SCRIPTED, &[]);
     let a = served.addr;
-    // In the errors fault [0, 400 ms): served (the effect happens), then answered 504.
+    // In the errors fault [0, 1.5 s): served (the effect happens), then answered 504.
     let first = get(a, &[("Idempotency-Key", "pay-1"), ("X-Attempt", "1")]);
-    assert!(served.since_ready() < 0.4, "the first request missed the fault window; the machine is too slow");
-    while served.since_ready() < 0.5 {
+    assert!(served.since_ready() < 1.5, "the first request missed the fault window; the machine is too slow");
+    // The server's clock started before it printed its address: past 1.6 s here, it is too.
+    while served.since_ready() < 1.6 {
         std::thread::sleep(Duration::from_millis(10));
     }
     // Its retry: the stored success, without the work.
@@ -322,9 +323,10 @@ name = "s"
 backoff = { kind = "none" }
 "#;
 
-/// The tolerance on the client's clock: the poll interval (30 ms) plus process start-up and
-/// scheduling on a loaded machine.
-const SCHEDULE_TOLERANCE_S: f64 = 0.15;
+/// The tolerance on the client's clock: the poll interval (30 ms) plus the scheduling of a
+/// machine running the rest of the suite on 2 cores. On the server's own clock the check is
+/// exact.
+const SCHEDULE_TOLERANCE_S: f64 = 0.25;
 
 #[test]
 fn an_outage_answers_at_its_scheduled_wall_clock_time() {
@@ -350,7 +352,7 @@ fn an_outage_answers_at_its_scheduled_wall_clock_time() {
     assert!((first.0 - 1.0).abs() < SCHEDULE_TOLERANCE_S, "outage seen from {} s", first.0);
     assert!((last.0 - 2.0).abs() < SCHEDULE_TOLERANCE_S, "outage seen until {} s", last.0);
     assert_eq!(first.2.as_deref(), Some("2"));
-    assert!(seen.iter().filter(|s| s.1 == 200).count() > 20);
+    assert!(seen.iter().filter(|s| s.1 == 200).count() > 10);
 }
 
 #[test]
@@ -458,9 +460,9 @@ fn the_documented_example_is_servable() {
     assert_eq!((plan.server.faults.len(), plan.server.idempotency.is_some()), (2, true));
 }
 
-/// nginx's `limit_req` (`leaky-bucket`, rate 10/s, burst 2) holds the requests within the
-/// burst at the server and lets them through one per 100 ms: of 4 sent at once, one passes,
-/// two are held 100 ms and 200 ms (then served), one is refused with nginx's 503.
+/// nginx's `limit_req` (`leaky-bucket`, rate 1/s, burst 2) holds the requests within the
+/// burst at the server and lets them through one per second: of 4 sent at once, one passes,
+/// two are held 1 s and 2 s (then served), one is refused with nginx's 503.
 #[test]
 fn a_delaying_rate_limiter_holds_requests_on_the_wall_clock() {
     let toml = OUTAGE
@@ -468,7 +470,7 @@ fn a_delaying_rate_limiter_holds_requests_on_the_wall_clock() {
             "faults = [{ kind = \"outage\", start = \"1s\", duration = \"1s\", status = 503, retry_after = \"2s\" }]\n",
             "",
         )
-        .replace("[client]", "[server.rate_limit]\nkind = \"leaky-bucket\"\nrate = 10.0\nburst = 2\n[client]");
+        .replace("[client]", "[server.rate_limit]\nkind = \"leaky-bucket\"\nrate = 1.0\nburst = 2\n[client]");
     let served = Served::start(&toml, &[]);
     let a = served.addr;
     let mut statuses = at_once(a, &[&[], &[], &[], &[]]);
@@ -478,10 +480,10 @@ fn a_delaying_rate_limiter_holds_requests_on_the_wall_clock() {
     let mut held: Vec<f64> = log.rows.iter().map(|r| log.num(r, "held_s")).collect();
     held.sort_by(f64::total_cmp);
     // Four requests from four threads arrive within a few ms: nginx's milli-request
-    // arithmetic makes the holds 100 ms and 200 ms less the time between arrivals.
+    // arithmetic makes the holds 1 s and 2 s less the time between arrivals.
     assert_eq!(held[0], 0.0);
     assert_eq!(held[1], 0.0, "the refused one is not held");
-    assert!((held[2] - 0.1).abs() < 0.02 && (held[3] - 0.2).abs() < 0.02, "holds {held:?}");
+    assert!((held[2] - 1.0).abs() < 0.2 && (held[3] - 2.0).abs() < 0.2, "holds {held:?}");
     for r in &log.rows {
         if log.get(r, "status") == "200" {
             let end = log.num(r, "arrival_s")
