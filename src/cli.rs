@@ -48,18 +48,23 @@ pub enum Command {
     /// base, cap and multiplier by maximum likelihood, and its treatment of Retry-After;
     /// print the `[[strategies]]` block. Exit code 1 when the log cannot decide.
     Fit(FitArgs),
+    /// Play the file's `[server]` as a real HTTP/1.1 server on the loopback, in wall-clock
+    /// time, for testing a real client; write requests.csv, summary.csv and timeseries.csv
+    /// when it stops (--for, SIGINT or SIGTERM).
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct FitArgs {
     /// The attempt log (CSV with a header row).
     pub log: PathBuf,
-    /// `serve`: the requests.csv of `retrysim serve` (arrival_s, op_id, status, queue_wait_s +
-    /// service_s, retry_after_s); `csv`: columns time, op, status.
+    /// `serve`: the requests.csv of `retrysim serve` (arrival_s, op_id, status, answered_s,
+    /// retry_after); `csv`: columns time, op, status.
     #[arg(long, value_name = "FORMAT", default_value = "csv", value_parser = ["serve", "csv"])]
     pub format: String,
     /// The log's column names, as field=header pairs: time, op, status, duration (`a+b` sums
-    /// columns), retry_after. Example: --columns time=ts,op=request_id,status=code
+    /// columns) or answered (when the answer left), retry_after. Example: --columns
+    /// time=ts,op=request_id,status=code
     #[arg(long, value_name = "FIELD=HEADER,...")]
     pub columns: Option<String>,
     /// The unit of numeric times (RFC 3339 times are read as such).
@@ -71,6 +76,34 @@ pub struct FitArgs {
     /// The name of the printed strategy.
     #[arg(long, value_name = "NAME", default_value = "fitted")]
     pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The experiment file (TOML); its `[server]` (kind "queue") is served.
+    pub file: PathBuf,
+    /// The loopback address to listen on; port 0 picks a free port (the address is printed).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Output folder [default: results/NAME-serve/, where NAME is the experiment's name].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Stop after this long ("30s", "2m"); without it, serve until SIGINT or SIGTERM.
+    #[arg(long = "for", value_name = "DURATION")]
+    pub run_for: Option<String>,
+    /// Send Retry-After as an HTTP-date instead of seconds.
+    #[arg(long)]
+    pub retry_after_date: bool,
+    /// Override a key of the file, as for `run`; repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Master seed, overriding the file's `seed`: serve draws service times and errors as
+    /// run 1 of `retrysim run` does.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Print nothing but the address and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@
 
 use crate::cli::{
     CheckArgs, ExplainArgs, FitArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs,
-    SchemaArgs, SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
+    SchemaArgs, ServeArgs, SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
 };
 use crate::experiment::presets;
 use crate::experiment::{self, Experiment, Overrides};
@@ -695,6 +695,70 @@ fn warn(file: &Path, exp: &Experiment) {
     for w in experiment::warnings(exp) {
         eprintln!("warning: {}: {w}", file.display());
     }
+}
+
+/// `retrysim serve`: the file's `[server]` over HTTP until `--for` or a signal; a signal is
+/// the normal way to stop it (exit 0, every file written).
+pub fn serve(a: &ServeArgs) -> Result<(), Error> {
+    let overrides = OverrideArgs { set: a.set.clone(), runs: None, seed: a.seed };
+    let (exp, _) = load(&a.file, &overrides)?;
+    let plan = crate::serve::plan::plan(&exp, &a.file.display().to_string())?;
+    let flag = |flag: String, reason: String| Error::Flag { flag, reason };
+    let listen: std::net::SocketAddr = a.listen.parse().map_err(|e| {
+        flag(
+            format!("--listen {}", a.listen),
+            format!("{e}; write it like 127.0.0.1:8080 (port 0: any free port)"),
+        )
+    })?;
+    if !listen.ip().is_loopback() {
+        return Err(flag(
+            format!("--listen {}", a.listen),
+            "serve is a test server and listens on the loopback only (127.0.0.1 or [::1])".into(),
+        ));
+    }
+    let run_for = a
+        .run_for
+        .as_deref()
+        .map(|d| match experiment::Duration::parse(d) {
+            Ok(d) if d.as_ns() > 0 => Ok(std::time::Duration::from_nanos(d.as_ns())),
+            Ok(_) => Err(flag(format!("--for {d}"), "must be longer than 0".into())),
+            Err(reason) => Err(flag(format!("--for {d}"), reason)),
+        })
+        .transpose()?;
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(format!("{}-serve", exp.name)));
+    let opts = crate::serve::Options {
+        listen,
+        out,
+        run_for,
+        retry_after: if a.retry_after_date {
+            crate::serve::response::RetryAfterStyle::Date
+        } else {
+            crate::serve::response::RetryAfterStyle::Seconds
+        },
+    };
+    let served = crate::serve::serve(plan, &opts, interrupt().flag(), |addr| {
+        use std::io::Write;
+        println!("listening on http://{addr}");
+        let _ = std::io::stdout().flush();
+    })?;
+    if !a.quiet {
+        let s = &served.summary;
+        println!(
+            "served {:.1} s: {} request(s) ({} bad), {} operation(s), {:.3} calls per operation, success rate {:.4}, {} duplicate effect(s), peak {} calls/s",
+            s.duration_s,
+            s.server_calls,
+            s.bad_requests,
+            s.ops,
+            s.server_amplification,
+            s.success_rate,
+            s.duplicates,
+            s.peak_offered_rps
+        );
+        for f in &served.files {
+            println!("wrote {}", f.display());
+        }
+    }
+    Ok(())
 }
 
 /// Loads the experiment `file` with the command line's changes and checks its `[tune]`: every

@@ -64,6 +64,10 @@ pub enum Error {
         total - done
     )]
     InterruptedPartial { signal: Signal, dir: std::path::PathBuf, done: usize, total: usize },
+    /// `retrysim serve` could not run (exit code 2 when it cannot listen on the address given,
+    /// 1 otherwise).
+    #[error(transparent)]
+    Serve(#[from] crate::serve::ServeError),
 }
 
 fn interrupted(signal: Signal, done: Option<&std::path::Path>) -> String {
@@ -94,7 +98,8 @@ impl Error {
             Error::Interrupted { signal, .. } | Error::InterruptedPartial { signal, .. } => {
                 signal.exit_code()
             }
-            Error::Write(_) | Error::NothingFeasible { .. } => 1,
+            Error::Serve(crate::serve::ServeError::Listen { .. }) => 2,
+            Error::Write(_) | Error::NothingFeasible { .. } | Error::Serve(_) => 1,
         }
     }
 }

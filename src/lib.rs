@@ -97,6 +97,7 @@ pub mod policy;
 pub mod progress;
 pub mod report;
 pub mod results;
+pub mod serve;
 pub mod slurm;
 pub mod stats;
 pub mod suggest;

@@ -25,6 +25,7 @@ fn main() {
         Command::Explain(a) => commands::explain(a),
         Command::Validate(a) => commands::validate(a),
         Command::Fit(a) => commands::fit(a),
+        Command::Serve(a) => commands::serve(a),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e}");

@@ -142,8 +142,9 @@ pub struct FitReport {
     pub has_durations: bool,
     /// Backoff delays fitted (retries after an answer without Retry-After).
     pub delays: usize,
-    /// Retries that arrived before the previous attempt's answer left: the client gave up on
-    /// it (a timeout), so the delay is not the backoff's. Not fitted.
+    /// Retries that arrived before the previous attempt's answer left, or after one never
+    /// answered: the client gave up on it (a timeout), so the delay is not the backoff's.
+    /// Not fitted.
     pub overlapping: usize,
     /// Every kind, best (lowest BIC) first.
     pub fits: Vec<KindFit>,
@@ -264,7 +265,8 @@ pub fn samples(log: &AttemptLog) -> Vec<Sample> {
         let mut previous_s = None;
         for (i, pair) in o.attempts.windows(2).enumerate() {
             let d = pair[1].at_s - pair[0].answered_s;
-            if d < 0.0 {
+            // Negative, or NaN for an attempt never answered.
+            if d.is_nan() || d < 0.0 {
                 previous_s = None;
                 continue;
             }

@@ -19,19 +19,23 @@ pub struct Columns {
     /// How long the answer took from the attempt's arrival (same unit as `time`), as one
     /// column or the sum of several; none: the delay is measured from the arrival.
     pub duration: Vec<String>,
+    /// When the answer left, on the same clock as `time` (instead of `duration`); empty for
+    /// a request never answered.
+    pub answered: Option<String>,
     /// The Retry-After the answer carried, in seconds (HTTP's unit); empty when none.
     pub retry_after: Option<String>,
 }
 
 impl Columns {
-    /// The columns of the `requests.csv` that `retrysim serve` writes.
+    /// The columns of the `requests.csv` that `retrysim serve` writes (design §8).
     pub fn serve() -> Columns {
         Columns {
             time: "arrival_s".into(),
             op: "op_id".into(),
             status: "status".into(),
-            duration: vec!["queue_wait_s".into(), "service_s".into()],
-            retry_after: Some("retry_after_s".into()),
+            duration: vec![],
+            answered: Some("answered_s".into()),
+            retry_after: Some("retry_after".into()),
         }
     }
 
@@ -42,12 +46,13 @@ impl Columns {
             op: "op".into(),
             status: "status".into(),
             duration: vec![],
+            answered: None,
             retry_after: None,
         }
     }
 
-    /// Applies `--columns field=header,...` (fields: time, op, status, duration, retry_after;
-    /// `duration=a+b` sums columns).
+    /// Applies `--columns field=header,...` (fields: time, op, status, duration, answered,
+    /// retry_after; `duration=a+b` sums columns).
     pub fn with(mut self, spec: &str) -> Result<Columns, FitError> {
         for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, header) = pair.split_once('=').ok_or_else(|| FitError::ColumnsFlag {
@@ -59,13 +64,20 @@ impl Columns {
                 "time" => self.time = header,
                 "op" => self.op = header,
                 "status" => self.status = header,
-                "duration" => self.duration = header.split('+').map(|h| h.trim().to_string()).collect(),
+                "duration" => {
+                    self.duration = header.split('+').map(|h| h.trim().to_string()).collect();
+                    self.answered = None;
+                }
+                "answered" => {
+                    self.answered = Some(header);
+                    self.duration.clear();
+                }
                 "retry_after" => self.retry_after = Some(header),
                 other => {
                     return Err(FitError::ColumnsFlag {
                         pair: pair.into(),
                         reason: format!(
-                            "unknown field {other:?}: the fields are time, op, status, duration and retry_after"
+                            "unknown field {other:?}: the fields are time, op, status, duration, answered and retry_after"
                         ),
                     });
                 }
@@ -79,8 +91,10 @@ impl Columns {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Attempt {
     pub at_s: f64,
-    /// When the answer left, if the log has durations; else the arrival.
+    /// When the answer left, if the log says; else the arrival. `NaN` for a request the log
+    /// says was never answered (the client's next attempt followed its own timeout).
     pub answered_s: f64,
+    /// The answer's HTTP status; 0 for no answer.
     pub status: u16,
     pub retry_after_s: Option<f64>,
 }
@@ -147,6 +161,7 @@ pub fn read_from<R: std::io::Read>(
     let op = index(&columns.op)?;
     let status = index(&columns.status)?;
     let durations = columns.duration.iter().map(|c| index(c)).collect::<Result<Vec<_>, _>>()?;
+    let answered = columns.answered.as_deref().map(index).transpose()?;
     let retry_after = columns.retry_after.as_deref().map(index).transpose()?;
 
     let mut by_op: HashMap<String, usize> = HashMap::new();
@@ -167,11 +182,14 @@ pub fn read_from<R: std::io::Read>(
         let at_s = parse_time(field(time), units.time_s).ok_or_else(|| {
             bad(&columns.time, field(time), "a number (seconds, or --time-unit) or an RFC 3339 time")
         })?;
-        let status_value: u16 = field(status)
-            .parse()
-            .ok()
-            .filter(|s| (100..600).contains(s))
-            .ok_or_else(|| bad(&columns.status, field(status), "an HTTP status, 100 to 599"))?;
+        // Empty: the request got no answer (an outage that keeps silent, a request still at
+        // the server when the log ended).
+        let status_value: u16 = match field(status) {
+            "" => 0,
+            v => v.parse().ok().filter(|s| (100..600).contains(s)).ok_or_else(|| {
+                bad(&columns.status, v, "an HTTP status, 100 to 599, or empty for no answer")
+            })?,
+        };
         let mut took_s = 0.0;
         for (&j, name) in durations.iter().zip(&columns.duration) {
             let v = field(j);
@@ -186,19 +204,36 @@ pub fn read_from<R: std::io::Read>(
             took_s += d * units.duration_s;
         }
         let retry_after_s = match retry_after {
-            Some(j) if !field(j).is_empty() => {
-                Some(field(j).parse::<f64>().ok().filter(|r| r.is_finite() && *r >= 0.0).ok_or_else(
-                    || bad(columns.retry_after.as_deref().unwrap_or(""), field(j), "seconds, or empty"),
-                )?)
-            }
+            Some(j) if !field(j).is_empty() => Some(
+                field(j).parse::<f64>().ok().filter(|r| r.is_finite() && *r >= 0.0).ok_or_else(|| {
+                    bad(
+                        columns.retry_after.as_deref().unwrap_or(""),
+                        field(j),
+                        "seconds, or empty (an HTTP-date cannot be placed on the log's clock: serve without --retry-after-date)",
+                    )
+                })?,
+            ),
             _ => None,
+        };
+        let answered_s = match answered {
+            Some(j) => match field(j) {
+                "" => f64::NAN,
+                v => parse_time(v, units.time_s).ok_or_else(|| {
+                    bad(
+                        columns.answered.as_deref().unwrap_or(""),
+                        v,
+                        "a time like the time column's, or empty",
+                    )
+                })?,
+            },
+            None => at_s + took_s,
         };
         let id = field(op);
         if id.is_empty() {
             without_op += 1;
             continue;
         }
-        let attempt = Attempt { at_s, answered_s: at_s + took_s, status: status_value, retry_after_s };
+        let attempt = Attempt { at_s, answered_s, status: status_value, retry_after_s };
         let slot = *by_op.entry(id.to_string()).or_insert_with(|| {
             operations.push(Operation { id: id.to_string(), attempts: Vec::new() });
             operations.len() - 1
@@ -209,7 +244,12 @@ pub fn read_from<R: std::io::Read>(
         // Stable: attempts logged at the same instant keep the file's order.
         o.attempts.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     }
-    Ok(AttemptLog { operations, rows, without_op, has_durations: !durations.is_empty() })
+    Ok(AttemptLog {
+        operations,
+        rows,
+        without_op,
+        has_durations: !durations.is_empty() || answered.is_some(),
+    })
 }
 
 /// A time as a number in `unit_s`, or an RFC 3339 timestamp (`2026-12-03T10:00:00.123Z`, or

@@ -50,13 +50,19 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("tune", BELOW_THE_VERBS),
     ("validation", BELOW_THE_VERBS),
     ("slurm", &["stats", "metrics", "experiment", "sweep", "results", "report"]),
+    // `retrysim serve`: the model's queue server driven by the wall clock over HTTP. It
+    // calls the model as the simulation's loop does, and never the sweep or the reports.
+    ("serve", &["engine", "policy", "experiment", "model", "assembly", "results"]),
     ("progress", &["stats", "metrics"]),
     // Recorded attempt logs -> a fitted strategy: statistics only.
     ("fit", &["stats"]),
     // The stop flag that SIGINT, SIGTERM and SIGHUP raise.
     ("interrupt", &[]),
     ("cli", &[]),
-    ("error", &["experiment", "results", "report", "slurm", "tune", "validation", "interrupt", "fit"]),
+    (
+        "error",
+        &["experiment", "results", "report", "slurm", "tune", "validation", "interrupt", "fit", "serve"],
+    ),
     (
         "commands",
         &[
@@ -74,6 +80,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "tune",
             "validation",
             "slurm",
+            "serve",
             "progress",
             "cli",
             "error",

@@ -773,3 +773,58 @@ fn a_bad_reference_flag_is_refused_before_the_run() {
         assert_refused(tmp.path(), &["run", "e.toml", "--out", "out", "--reference", flag], &case);
     }
 }
+
+/// What `retrysim serve` cannot play is refused before it listens, naming the key or flag,
+/// with no output folder.
+#[test]
+fn serve_refuses_what_it_cannot_play() {
+    let cases: Vec<(&str, String, &[&str], &[&str])> = vec![
+        (
+            "drop_expired",
+            replaced("queue = 0", "queue = 0\ndrop_expired = true"),
+            &[],
+            &["`server.drop_expired`", "cannot see when a real client stops waiting"],
+        ),
+        (
+            "an occ server",
+            replaced(
+                "[server]\nconcurrency = 4\nservice_time = { dist = \"exponential\", mean = \"10ms\" }\nqueue = 0\n",
+                "[server]\nkind = \"occ\"\n",
+            ),
+            &[],
+            &["`server.kind`", "only kind = \"queue\""],
+        ),
+        (
+            "network latency",
+            replaced("[server]", "[network]\nlatency = { dist = \"constant\", value = \"1ms\" }\n[server]"),
+            &[],
+            &["`network.latency`", "the network is the real one"],
+        ),
+        (
+            "a sweep",
+            VALID.to_owned() + "[sweep]\n\"server.concurrency\" = [2, 4]\n",
+            &[],
+            &["`sweep`", "--set"],
+        ),
+        (
+            "a non-loopback address",
+            VALID.to_owned(),
+            &["--listen", "192.0.2.1:80"],
+            &["--listen", "loopback"],
+        ),
+        ("an unreadable address", VALID.to_owned(), &["--listen", "localhost"], &["--listen localhost"]),
+        ("a zero --for", VALID.to_owned(), &["--for", "0"], &["--for 0", "longer than 0"]),
+        ("a --for without unit", VALID.to_owned(), &["--for", "5"], &["--for 5", "no unit"]),
+    ];
+    for (what, text, args, stderr) in cases {
+        let tmp = tempfile::tempdir().expect("a temporary folder");
+        std::fs::write(tmp.path().join("e.toml"), &text).expect("the file is written");
+        let mut serve = vec!["serve", "e.toml", "--out", "out"];
+        // Were it accepted, it would stop by itself.
+        if !args.contains(&"--for") {
+            serve.extend(["--for", "1ms"]);
+        }
+        serve.extend(args);
+        assert_refused(tmp.path(), &serve, &Case { what, text: text.clone(), args, stderr });
+    }
+}

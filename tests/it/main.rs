@@ -34,6 +34,7 @@ mod readme;
 mod recovery;
 mod report;
 mod report_folder;
+mod serve;
 mod server_stages;
 mod shards;
 mod signals;
