@@ -22,6 +22,7 @@ mod disciplines;
 mod docs;
 mod eta;
 mod layers;
+mod limits;
 mod memory;
 mod no_alloc;
 mod pool;
