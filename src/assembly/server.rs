@@ -43,7 +43,11 @@ pub fn server(spec: &QueueServerSpec) -> ServerParams {
         }),
         overload: spec.overload.as_ref().map(|o| OverloadParams { alpha: o.alpha, knee: o.knee }),
         discipline: discipline(spec),
-        adaptive_concurrency: spec.adaptive_concurrency.as_ref().map(adaptive_concurrency),
+        adaptive_concurrency: spec
+            .adaptive_concurrency
+            .as_ref()
+            .filter(|a| a.enabled)
+            .map(adaptive_concurrency),
     }
 }
 

@@ -223,6 +223,8 @@ pub struct QueueServerSpec {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AdaptiveConcurrencySpec {
+    /// Envoy's `enabled`: false makes the filter a pass-through.
+    pub enabled: bool,
     pub concurrency_update_interval: Duration,
     pub sample_aggregate_percentile: f64,
     pub max_concurrency_limit: u32,

@@ -163,7 +163,7 @@ fn gauges(exp: &Experiment) -> Vec<Gauge> {
     let server = exp
         .points
         .iter()
-        .any(|p| matches!(&p.spec.server, ServerSpec::Queue(q) if q.adaptive_concurrency.is_some()));
+        .any(|p| matches!(&p.spec.server, ServerSpec::Queue(q) if q.adaptive_concurrency.as_ref().is_some_and(|a| a.enabled)));
     [(client, Gauge::ClientLimit), (server, Gauge::ServerLimit)]
         .into_iter()
         .filter_map(|(used, g)| used.then_some(g))

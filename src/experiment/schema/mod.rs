@@ -1267,6 +1267,12 @@ pub static ADAPTIVE_CONCURRENCY: Table = Table {
     partial: false,
     fields: &[
         f(
+            "enabled",
+            Ty::Bool,
+            Value("true"),
+            "false: the filter lets every request through (Envoy's `enabled` runtime flag), so that a sweep can turn it on and off",
+        ),
+        f(
             "concurrency_update_interval",
             Ty::Duration,
             Required,
