@@ -6,13 +6,19 @@ use crate::experiment::{
     BackoffSpec, Duration, IdempotencyMode, NamedFailure, RedriveKey, RetryAfterModeSpec, RetryOnItem,
     Strategy,
 };
-use crate::experiment::{BreakerSpec, BreakerWindowSpec, BudgetSpec, Scope as SpecScope, ThrottleSpec};
+use crate::experiment::{
+    BreakerSpec, BreakerWindowSpec, BudgetSpec, LimitSpec, Scope as SpecScope, ThrottleSpec,
+};
 use crate::model::server::idempotency::KeyMode;
 use crate::policy::backoff::MAX_DELAY_NS;
 use crate::policy::breaker::RetryRatioParams;
 use crate::policy::budget::BrookerBucketParams;
 use crate::policy::bulkhead::BulkheadParams;
 use crate::policy::gate::{BreakerKind, BudgetParams, GateParams, Scope, ThrottleParams};
+use crate::policy::limit::aimd::AimdParams;
+use crate::policy::limit::gradient2::Gradient2Params;
+use crate::policy::limit::vegas::VegasParams;
+use crate::policy::limit::{LimitKind, LimitParams};
 use crate::policy::pool::PoolParams;
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
 use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
@@ -113,7 +119,45 @@ pub fn gate_params(s: &Strategy) -> GateParams {
         }
         ThrottleSpec::AwsAdaptive { scope: sc } => (ThrottleParams::AwsAdaptive, scope(sc)),
     });
-    GateParams { budget, breaker, throttle }
+    GateParams { budget, breaker, throttle, limit: limit(s) }
+}
+
+/// A strategy's adaptive concurrency limit (`limit`, DESIGN §4.9).
+fn limit(s: &Strategy) -> Option<(LimitParams, Scope)> {
+    let (kind, windowed, sc) = match *s.policy.limit.as_ref()? {
+        LimitSpec::Aimd { initial_limit, min_limit, max_limit, backoff_ratio, timeout, windowed, scope } => {
+            let p =
+                AimdParams { initial_limit, min_limit, max_limit, backoff_ratio, timeout: timeout.span() };
+            (LimitKind::Aimd(p), windowed, scope)
+        }
+        LimitSpec::Vegas { initial_limit, max_limit, smoothing, probe_multiplier, windowed, scope } => {
+            let p = VegasParams { initial_limit, max_limit, smoothing, probe_multiplier };
+            (LimitKind::Vegas(p), windowed, scope)
+        }
+        LimitSpec::Gradient2 {
+            initial_limit,
+            min_limit,
+            max_limit,
+            smoothing,
+            queue_size,
+            long_window,
+            rtt_tolerance,
+            windowed,
+            scope,
+        } => {
+            let p = Gradient2Params {
+                initial_limit,
+                min_limit,
+                max_limit,
+                smoothing,
+                queue_size,
+                long_window,
+                rtt_tolerance,
+            };
+            (LimitKind::Gradient2(p), windowed, scope)
+        }
+    };
+    Some((LimitParams { kind, windowed }, scope(sc)))
 }
 
 /// A strategy's connection pool (`pool`, DESIGN §4.7).

@@ -3,7 +3,8 @@
 use super::dist::dist;
 use super::faults::{background_error, fault};
 use crate::experiment::{
-    DisciplineSpec, InProgress, LockRelease, QueueServerSpec, RateLimitSpec, RetryAfterFormat,
+    AdaptiveConcurrencySpec, DisciplineSpec, InProgress, LockRelease, QueueServerSpec, RateLimitSpec,
+    RetryAfterFormat,
 };
 use crate::model::server::ServerParams;
 use crate::model::server::codel::CodelParams;
@@ -14,6 +15,7 @@ use crate::model::server::rate_limit::{
     self as rl, LimiterParams, RateLimitParams, fixed_window, gcra, leaky_bucket, sliding_log,
     sliding_window, token_bucket,
 };
+use crate::policy::limit::envoy_gradient::GradientParams;
 
 pub fn server(spec: &QueueServerSpec) -> ServerParams {
     ServerParams {
@@ -41,6 +43,26 @@ pub fn server(spec: &QueueServerSpec) -> ServerParams {
         }),
         overload: spec.overload.as_ref().map(|o| OverloadParams { alpha: o.alpha, knee: o.knee }),
         discipline: discipline(spec),
+        adaptive_concurrency: spec
+            .adaptive_concurrency
+            .as_ref()
+            .filter(|a| a.enabled)
+            .map(adaptive_concurrency),
+    }
+}
+
+/// `[server.adaptive_concurrency]`: Envoy's percentages become fractions.
+fn adaptive_concurrency(a: &AdaptiveConcurrencySpec) -> GradientParams {
+    GradientParams {
+        update_interval: a.concurrency_update_interval.span(),
+        percentile: a.sample_aggregate_percentile,
+        max_limit: a.max_concurrency_limit,
+        min_rtt_interval: a.min_rtt_interval.span(),
+        min_rtt_requests: a.min_rtt_request_count,
+        jitter: a.jitter / 100.0,
+        min_concurrency: a.min_concurrency,
+        buffer: a.buffer / 100.0,
+        min_limit: a.min_concurrency_limit,
     }
 }
 

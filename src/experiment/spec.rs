@@ -214,6 +214,26 @@ pub struct QueueServerSpec {
     pub discipline: DisciplineSpec,
     /// CoDel's constants (used by `codel`, `codel-rpc` and `adaptive-lifo`).
     pub codel: CodelSpec,
+    /// Envoy's adaptive concurrency filter in front of the workers (DESIGN §3.3).
+    pub adaptive_concurrency: Option<AdaptiveConcurrencySpec>,
+}
+
+/// `[server.adaptive_concurrency]`: Envoy's gradient controller; percentages as Envoy writes
+/// them (0 to 100).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptiveConcurrencySpec {
+    /// Envoy's `enabled`: false makes the filter a pass-through.
+    pub enabled: bool,
+    pub concurrency_update_interval: Duration,
+    pub sample_aggregate_percentile: f64,
+    pub max_concurrency_limit: u32,
+    pub min_concurrency_limit: Option<u32>,
+    pub min_rtt_interval: Duration,
+    pub min_rtt_request_count: u32,
+    pub jitter: f64,
+    pub min_concurrency: u32,
+    pub buffer: f64,
 }
 
 /// `[server] discipline`.
@@ -443,6 +463,8 @@ pub struct PolicySpec {
     pub pool: Option<PoolSpec>,
     /// The client's bulkhead (DESIGN §4.8); absent = every operation starts at once.
     pub bulkhead: Option<BulkheadSpec>,
+    /// The client's adaptive concurrency limit (DESIGN §4.9); absent = none.
+    pub limit: Option<LimitSpec>,
     pub layers: Vec<LayerSpec>,
     /// Operations whose tries are used up are dead-lettered instead of failed.
     pub dead_letter: Option<DeadLetterSpec>,
@@ -618,6 +640,40 @@ pub struct BulkheadSpec {
     pub max_in_flight: u32,
     pub max_wait: Duration,
     pub scope: Scope,
+}
+
+/// `limit = { kind = ... }` (DESIGN §4.9): a Netflix concurrency-limits limit.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum LimitSpec {
+    Aimd {
+        initial_limit: u32,
+        min_limit: u32,
+        max_limit: u32,
+        backoff_ratio: f64,
+        timeout: Duration,
+        windowed: bool,
+        scope: Scope,
+    },
+    Vegas {
+        initial_limit: u32,
+        max_limit: u32,
+        smoothing: f64,
+        probe_multiplier: u32,
+        windowed: bool,
+        scope: Scope,
+    },
+    Gradient2 {
+        initial_limit: u32,
+        min_limit: u32,
+        max_limit: u32,
+        smoothing: f64,
+        queue_size: u32,
+        long_window: u32,
+        rtt_tolerance: f64,
+        windowed: bool,
+        scope: Scope,
+    },
 }
 
 /// One gateway layer in front of the server, with its own retry policy.

@@ -7,7 +7,7 @@
 
 use super::RunMetrics;
 use super::catalogue;
-use super::series::{SERIES, TimeSeries};
+use super::series::{GAUGES, SERIES, TimeSeries};
 use crate::stats::{Running, Stat};
 
 /// The summary statistics of one cell, run by run.
@@ -46,6 +46,9 @@ impl CellSummary {
 #[derive(Clone, Debug, Default)]
 pub struct CellSeries {
     buckets: Vec<[Running; SERIES.len()]>,
+    /// The gauges' statistics, bucket by bucket (a run that did not set a gauge is left out
+    /// of its statistic).
+    gauges: Vec<[Running; GAUGES.len()]>,
     /// One past the last bucket with a nonzero value in any run: trailing buckets where
     /// nothing happened in any run are left out of the file.
     used: usize,
@@ -56,6 +59,7 @@ impl CellSeries {
     pub fn push(&mut self, s: &TimeSeries) {
         if self.buckets.len() < s.len() {
             self.buckets.resize(s.len(), [Running::default(); SERIES.len()]);
+            self.gauges.resize(s.len(), [Running::default(); GAUGES.len()]);
         }
         self.width_s = s.width().as_secs_f64();
         for i in 0..s.len() {
@@ -70,14 +74,22 @@ impl CellSeries {
             if any {
                 self.used = self.used.max(i + 1);
             }
+            // A gauge alone does not make a bucket used: trailing buckets stay out.
+            for (acc, v) in self.gauges[i].iter_mut().zip(s.gauge_row(i)) {
+                if let Some(x) = v {
+                    acc.push(x);
+                }
+            }
         }
     }
 
-    /// `(bucket start in s, one statistic per series)` for every bucket up to the last used.
+    /// `(bucket start in s, one statistic per series, then one per gauge)` for every bucket
+    /// up to the last used.
     pub fn rows(&self) -> impl Iterator<Item = (f64, Vec<Stat>)> + '_ {
         self.buckets[..self.used]
             .iter()
+            .zip(&self.gauges)
             .enumerate()
-            .map(|(i, b)| (i as f64 * self.width_s, b.iter().map(Running::stat).collect()))
+            .map(|(i, (b, g))| (i as f64 * self.width_s, b.iter().chain(g).map(Running::stat).collect()))
     }
 }

@@ -152,6 +152,14 @@ pub const METRICS: &[Metric] = &[
         meaning: "failed without an attempt because the client's bulkhead (`bulkhead`) held `max_in_flight` operations and no permit came free within `max_wait`; 0 without a bulkhead",
     },
     Metric {
+        name: "failed_limited",
+        read: |m| Value::Count(m.failed_by[FailReason::Limited as usize]),
+        label: "operations failed by the concurrency limit",
+        unit: "count",
+        better: Some(Better::Lower),
+        meaning: "failed because an attempt found the client's adaptive concurrency limit (`limit`) reached and was rejected locally, without reaching the server; 0 without a limit",
+    },
+    Metric {
         name: "failed_unfinished",
         read: |m| Value::Count(m.failed_by[FailReason::Unfinished as usize]),
         label: "operations unfinished at the horizon",

@@ -3,7 +3,7 @@
 //! and the successful ones of each `[output] windows` window) and per-second buckets.
 
 use super::recovery::{self, FaultSpan, StartBucket};
-use super::series::{Count, TimeSeries};
+use super::series::{Count, Gauge, TimeSeries};
 use crate::engine::{Instant, NS_PER_S, Span};
 use crate::policy::FailReason;
 use hdrhistogram::Histogram;
@@ -15,7 +15,7 @@ pub struct RunMetrics {
     pub succeeded: u64,
     pub failed: u64,
     /// Indexed like [`FailReason::ALL`].
-    pub failed_by: [u64; 8],
+    pub failed_by: [u64; 9],
     /// Operations whose tries were used up with a dead-letter queue: a third ending, so that
     /// `ops = succeeded + failed + dead_lettered`.
     pub dead_lettered: u64,
@@ -192,7 +192,7 @@ use recovery::BUCKET;
 pub struct RunRecorder {
     ops: u64,
     succeeded: u64,
-    failed_by: [u64; 8],
+    failed_by: [u64; 9],
     dead_lettered: u64,
     calls: u64,
     server_calls: u64,
@@ -277,7 +277,7 @@ impl RunRecorder {
         RunRecorder {
             ops: 0,
             succeeded: 0,
-            failed_by: [0; 8],
+            failed_by: [0; 9],
             dead_lettered: 0,
             calls: 0,
             server_calls: 0,
@@ -452,6 +452,12 @@ impl RunRecorder {
     #[inline]
     pub fn pool_timeout(&mut self) {
         self.pool_timeouts += 1;
+    }
+
+    /// From `now` on, gauge `g` of the time series reads `value` (an adaptive limit).
+    #[inline]
+    pub fn gauge(&mut self, g: Gauge, now: Instant, value: f64) {
+        self.series.gauge(g, now, value);
     }
 
     /// From `now` on, the server serves `in_service` requests and `queued` wait.

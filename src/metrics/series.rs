@@ -48,6 +48,31 @@ pub const SERIES_MEANING: [(&str, &str); 11] = [
     ("fraction of operations", "success rate of the operations *started* in the bucket (empty if none)"),
 ];
 
+/// Series that appear only in experiments that use what they measure (after [`SERIES`], in
+/// this order): the adaptive concurrency limits in force. A plain experiment's timeseries.csv
+/// keeps its columns.
+pub const GAUGES: [&str; 2] = ["client_limit", "server_limit"];
+
+/// Unit and meaning of each gauge, in [`GAUGES`]'s order.
+pub const GAUGE_MEANING: [(&str, &str); 2] = [
+    (
+        "requests",
+        "the client-side adaptive concurrency limit (`limit`) at the bucket's end: the shared limiter's, or the sum of the client processes' own; a column only when a strategy of the experiment has a `limit`, empty for strategies without one",
+    ),
+    (
+        "requests",
+        "the server's adaptive concurrency limit (`[server.adaptive_concurrency]`, Envoy's gradient controller) at the bucket's end; a column only when a point of the experiment has one, empty where it has none",
+    ),
+];
+
+/// Index of each gauge in [`GAUGES`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Gauge {
+    ClientLimit = 0,
+    ServerLimit = 1,
+}
+
 /// Index of each count series in a bucket's array.
 #[derive(Clone, Copy, Debug)]
 #[repr(usize)]
@@ -73,6 +98,8 @@ struct Bucket {
     /// Operations started in the bucket, and how many of them succeeded.
     started: u64,
     started_ok: u64,
+    /// Each gauge's latest value set in the bucket.
+    gauges: [Option<f64>; GAUGES.len()],
 }
 
 /// One run's series.
@@ -87,6 +114,8 @@ pub struct TimeSeries {
     /// before the next change.
     levels: (u64, u64),
     levels_from: usize,
+    /// Which gauges were set in this run.
+    gauges_used: [bool; GAUGES.len()],
 }
 
 impl TimeSeries {
@@ -100,6 +129,7 @@ impl TimeSeries {
             current_end: Instant::ZERO + width,
             levels: (0, 0),
             levels_from: 0,
+            gauges_used: [false; GAUGES.len()],
         }
     }
 
@@ -112,6 +142,7 @@ impl TimeSeries {
             current_end: Instant::NEVER,
             levels: (0, 0),
             levels_from: 0,
+            gauges_used: [false; GAUGES.len()],
         }
     }
 
@@ -185,6 +216,17 @@ impl TimeSeries {
         self.levels_from = self.levels_from.max(upto);
     }
 
+    /// From `now` on, gauge `g` reads `value` (it holds until the next change).
+    #[inline]
+    pub fn gauge(&mut self, g: Gauge, now: Instant, value: f64) {
+        self.gauges_used[g as usize] = true;
+        let last = self.buckets.len().saturating_sub(1);
+        let i = if self.at(now).is_some() { self.current } else { last };
+        if let Some(b) = self.buckets.get_mut(i) {
+            b.gauges[g as usize] = Some(value);
+        }
+    }
+
     /// Closes the series at the end of the run: the last levels hold to the end.
     ///
     /// Every request that reaches the server is accepted or rejected at that instant (the
@@ -193,6 +235,14 @@ impl TimeSeries {
     pub fn finish(&mut self) {
         let n = self.buckets.len();
         self.fill_levels(n);
+        // A gauge unchanged through a bucket keeps its value from the bucket before.
+        for g in 0..GAUGES.len() {
+            let mut value = None;
+            for b in &mut self.buckets {
+                value = b.gauges[g].or(value);
+                b.gauges[g] = value;
+            }
+        }
         for b in &mut self.buckets {
             b.counts[Count::ServerCalls as usize] =
                 b.counts[Count::Accepted as usize] + b.counts[Count::Rejected as usize];
@@ -208,6 +258,17 @@ impl TimeSeries {
             row[c] = Some(*v as f64);
         }
         row[COUNTS] = (b.started > 0).then(|| b.started_ok as f64 / b.started as f64);
+        row
+    }
+
+    /// Each gauge's value at the end of bucket `i` (`None`: not set in this run).
+    pub fn gauge_row(&self, i: usize) -> [Option<f64>; GAUGES.len()] {
+        let mut row = self.buckets[i].gauges;
+        for (v, used) in row.iter_mut().zip(self.gauges_used) {
+            if !used {
+                *v = None;
+            }
+        }
         row
     }
 
@@ -275,5 +336,20 @@ mod tests {
         assert_eq!(levels(1), (Some(5.0), Some(2.0)));
         assert_eq!(levels(2), (Some(1.0), Some(0.0)));
         assert_eq!(levels(4), (Some(1.0), Some(0.0)), "the last levels hold to the end");
+    }
+
+    #[test]
+    fn a_gauge_holds_its_last_value_and_is_absent_unless_set() {
+        let mut s = TimeSeries::new(Span::from_secs(1), t(4000));
+        s.gauge(Gauge::ServerLimit, t(0), 3.0);
+        s.gauge(Gauge::ServerLimit, t(1200), 20.0);
+        s.gauge(Gauge::ServerLimit, t(1900), 57.0);
+        s.finish();
+        let server = |i| s.gauge_row(i)[Gauge::ServerLimit as usize];
+        assert_eq!(
+            [server(0), server(1), server(2), server(4)],
+            [Some(3.0), Some(57.0), Some(57.0), Some(57.0)]
+        );
+        assert_eq!(s.gauge_row(2)[Gauge::ClientLimit as usize], None, "never set");
     }
 }

@@ -15,6 +15,7 @@ use super::workspace::Leftovers;
 use crate::engine::rng::{Stream, derive};
 use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
+use crate::metrics::series::Gauge;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::gate::{Admit, Answered, CostClass, Gate};
 use crate::policy::{
@@ -112,6 +113,7 @@ impl Clients {
     ) -> Clients {
         let Delivery { dead_letter, visibility } = delivery;
         let with_extra = with_extra
+            || gate.has_limit()
             || dead_letter.is_some()
             || visibility.is_some()
             || matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::GrpcPushback);
@@ -235,6 +237,9 @@ impl Clients {
             let op = self.ops.get(slot);
             let paid = std::mem::take(&mut op.wait_paid);
             match self.gate.admit(op.client, now, op.attempts - base + 1, paid) {
+                Admit::Send if self.gate.has_limit() => {
+                    self.ops.extra(slot).limit_inflight = self.gate.limit_inflight();
+                }
                 Admit::Send => {}
                 Admit::Wait(wait) => {
                     self.ops.get(slot).wait_paid = true;
@@ -274,7 +279,7 @@ impl Clients {
         rec: &mut RunRecorder,
     ) -> Option<NextOp> {
         if self.has_controls::<PLAIN>() {
-            self.tell_gate(slot, Outcome::Success, now);
+            self.tell_gate(slot, Outcome::Success, now, rec);
         }
         if self.dead_lettered::<PLAIN>(slot) {
             rec.redrive_succeeded();
@@ -303,7 +308,7 @@ impl Clients {
         rec: &mut RunRecorder,
     ) -> AfterFailure {
         if self.has_controls::<PLAIN>() {
-            self.tell_gate(slot, outcome, now);
+            self.tell_gate(slot, outcome, now, rec);
         }
         let (backoff_from, base) = if !PLAIN && self.ops.has_extra() {
             let e = self.ops.extra(slot);
@@ -418,14 +423,25 @@ impl Clients {
     }
 
     /// Tells the gate how the attempt the client waited for ended (callers check that there
-    /// is a gate first, so that a run without controls does not pay for the call).
+    /// is a gate first, so that a run without controls does not pay for the call); the time
+    /// series follows the concurrency limit, if any.
     #[inline(never)]
-    fn tell_gate(&mut self, slot: u32, outcome: Outcome, now: Instant) {
+    fn tell_gate(&mut self, slot: u32, outcome: Outcome, now: Instant, rec: &mut RunRecorder) {
         let op = self.ops.get(slot);
         let retryable = self.policy.retry_on.retries(outcome);
-        let a = Answered { now, attempt: op.attempts, outcome, latency: now.since(op.sent_at()), retryable };
-        let client = op.client;
+        let (attempt, latency, client) = (op.attempts, now.since(op.sent_at()), op.client);
+        let inflight = if self.gate.has_limit() { self.ops.extra(slot).limit_inflight } else { 0 };
+        let a = Answered { now, attempt, outcome, latency, retryable, inflight };
         self.gate.answered(client, &a);
+        if let Some(limit) = self.gate.limit_total() {
+            rec.gauge(Gauge::ClientLimit, now, limit as f64);
+        }
+    }
+
+    /// The clients' concurrency limit in force (summed over the client processes), if they
+    /// have one.
+    pub fn limit_total(&self) -> Option<u64> {
+        self.gate.limit_total()
     }
 
     /// The operation in `slot` fails at `now` before its next attempt, for a reason found

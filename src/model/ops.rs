@@ -61,6 +61,9 @@ pub struct OpExtra {
     /// The attempt whose visibility timer runs (a queue workload: the timer starts when a
     /// consumer takes the message, once per attempt).
     pub visible_attempt: u32,
+    /// Calls in flight under the client's concurrency limit when the latest attempt was
+    /// admitted (the limit's sample reports it).
+    pub limit_inflight: u32,
 }
 
 impl Op {

@@ -49,8 +49,9 @@ use super::workspace::Leftovers;
 use crate::engine::rng::u01;
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
-use crate::metrics::series::TimeSeries;
+use crate::metrics::series::{Gauge, TimeSeries};
 use crate::metrics::{Latencies, RunMetrics, RunRecorder, Window};
+use crate::policy::limit::envoy_gradient::Timer;
 use crate::policy::{FailReason, Outcome};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -92,6 +93,9 @@ pub enum Kind {
     Redrive,
     /// Operation `a` has waited its bulkhead's `max_wait` for a permit.
     BulkheadWait,
+    /// The server's adaptive concurrency controller's timer `a` ([`Timer`] as a number)
+    /// fires.
+    LimitTimer,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -172,6 +176,10 @@ impl Ev {
     #[inline(always)]
     pub fn redrive(op: u32) -> Ev {
         Ev::of(Kind::Redrive, op, 0, 0)
+    }
+    #[inline(always)]
+    pub fn limit_timer(which: Timer) -> Ev {
+        Ev::of(Kind::LimitTimer, which as u32, 0, 0)
     }
 }
 
@@ -305,6 +313,9 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         connections,
         bulkheads,
     };
+    if !PLAIN {
+        model.limits_start(&mut sched);
+    }
     match workload {
         Workload::Closed { clients, ramp, .. } => {
             let mut starts = StartTimes::new(*clients, *ramp);
@@ -450,6 +461,11 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                 self.clients.ops.release(op);
             }
             Kind::CapacityRestored => self.start_waiting(s),
+            Kind::LimitTimer => {
+                let which = if a == Timer::Update as u32 { Timer::Update } else { Timer::MinRtt };
+                self.server.limit_timer(which, now);
+                self.server_limit_moved(s);
+            }
             Kind::Redrive => self.redrive(a, s),
             Kind::LayerSend => {
                 self.layer_send(a, s);
@@ -780,7 +796,36 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if !PLAIN && self.server.keeps_keys() {
             self.answer_parked(s);
         }
+        if !PLAIN && self.server.adaptive().is_some() {
+            self.server_limit_moved(s);
+        }
         self.start_waiting(s);
+    }
+
+    /// At the start of a run: the adaptive limits' first values in the time series, and the
+    /// server controller's first timers.
+    #[cold]
+    #[inline(never)]
+    fn limits_start<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+        if let Some(limit) = self.clients.limit_total() {
+            self.rec.gauge(Gauge::ClientLimit, s.now(), limit as f64);
+        }
+        if self.server.adaptive().is_some() {
+            self.server_limit_moved(s);
+        }
+    }
+
+    /// The server's adaptive concurrency controller may have armed timers (scheduled here) and
+    /// changed its limit (into the time series).
+    #[inline(never)]
+    fn server_limit_moved<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+        let Some(a) = self.server.adaptive() else { return };
+        for (which, at) in a.take_armed() {
+            s.schedule_at(at, Ev::limit_timer(which));
+        }
+        if let Some(limit) = a.limit_changed() {
+            self.rec.gauge(Gauge::ServerLimit, s.now(), limit as f64);
+        }
     }
 
     /// Sends back the answers of the requests that were parked on the key whose work just

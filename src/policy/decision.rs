@@ -43,12 +43,14 @@ pub enum FailReason {
     Throttled,
     /// The client's bulkhead was full and its wait for a permit ran out (or it may not wait).
     Bulkhead,
+    /// The client's adaptive concurrency limit was reached: the attempt was rejected locally.
+    Limited,
     /// Still pending at the horizon.
     Unfinished,
 }
 
 impl FailReason {
-    pub const ALL: [FailReason; 8] = [
+    pub const ALL: [FailReason; 9] = [
         FailReason::Exhausted,
         FailReason::NonRetryable,
         FailReason::Deadline,
@@ -56,6 +58,7 @@ impl FailReason {
         FailReason::Breaker,
         FailReason::Throttled,
         FailReason::Bulkhead,
+        FailReason::Limited,
         FailReason::Unfinished,
     ];
 
@@ -69,6 +72,7 @@ impl FailReason {
             FailReason::Breaker => "breaker",
             FailReason::Throttled => "throttled",
             FailReason::Bulkhead => "bulkhead",
+            FailReason::Limited => "limited",
             FailReason::Unfinished => "unfinished",
         }
     }

@@ -6,9 +6,9 @@
 //! | moment | call | what the controls do there |
 //! |---|---|---|
 //! | an operation starts | [`Gate::op_started`] | a ratio budget deposits (Finagle: once per original request); Brooker's bucket deposits, his retry-ratio breaker counts a call |
-//! | an attempt is about to be sent (the first included) | [`Gate::admit`] | the AWS adaptive limiter may delay it; a breaker or the SRE throttle may fail it locally; the Envoy budget counts it active |
+//! | an attempt is about to be sent (the first included) | [`Gate::admit`] | the AWS adaptive limiter may delay it; a concurrency limit, a breaker or the SRE throttle may fail it locally; the Envoy budget counts it active |
 //! | an attempt failed and the retry decision asks | [`RetryPermission::permit_retry`] (through [`Gate::client`]) | an open breaker refuses, and so does a retry-ratio breaker over its threshold; a budget takes tokens or refuses |
-//! | the client stopped waiting for an attempt (answer or timeout) | [`Gate::answered`] | breakers, throttles and the gRPC token count record it (a retry-ratio breaker counts failures only); the Envoy budget counts it ended |
+//! | the client stopped waiting for an attempt (answer or timeout) | [`Gate::answered`] | breakers, throttles and the gRPC token count record it (a retry-ratio breaker counts failures only); the Envoy budget counts it ended; a concurrency limit takes its permit back and learns from it |
 //! | an operation ended | [`Gate::op_ended`] | a token bucket refunds on success |
 //!
 //! Controls are scoped per client process or shared by all (DESIGN §4.2, [`Scope`]). A gate
@@ -21,6 +21,7 @@ use super::budget::{
     BrookerBucket, BrookerBucketParams, ConcurrencyBudget, ConcurrencyBudgetParams, GrpcThrottle,
     GrpcThrottleParams, RatioBudget, RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
 };
+use super::limit::{LimitParams, Limiter, Release};
 use super::throttle::{AwsAdaptive, SreThrottle, SreThrottleParams};
 use super::{BreakerState, FailReason, FailedAttempt, Outcome, RetryPermission};
 use crate::engine::rng::u01;
@@ -51,6 +52,9 @@ pub struct Answered {
     pub latency: Span,
     /// Whether the strategy's `retry_on` retries this outcome (gRPC counts only those).
     pub retryable: bool,
+    /// Calls in flight under the client's concurrency limit when this attempt was admitted,
+    /// itself included ([`Gate::limit_inflight`]; 0 without a limit).
+    pub inflight: u32,
 }
 
 /// One per client process, or one for all.
@@ -92,6 +96,8 @@ pub struct GateParams {
     pub budget: Option<(BudgetParams, Scope)>,
     pub breaker: Option<(BreakerKind, Scope)>,
     pub throttle: Option<(ThrottleParams, Scope)>,
+    /// An adaptive concurrency limit (Netflix concurrency-limits, DESIGN §4.9).
+    pub limit: Option<(LimitParams, Scope)>,
 }
 
 /// A budget of each kind, per client or shared: one vector per kind, so that a million
@@ -143,19 +149,32 @@ pub struct Gate {
     budget: Option<Budget>,
     breaker: Option<Breakers>,
     throttle: Option<Throttle>,
-    /// The SRE throttle's rejection draws.
+    limit: Option<Scoped<Limiter>>,
+    /// The limits in force, summed over the limiters (kept as they change).
+    limit_sum: u64,
+    /// Calls in flight under the limit when the last attempt was admitted.
+    admitted_inflight: u32,
+    /// The SRE throttle's rejection draws and Vegas's probe jitter.
     rng: Xoshiro256PlusPlus,
 }
 
 impl Gate {
     /// A gate with no controls.
     pub fn none() -> Gate {
-        Gate { budget: None, breaker: None, throttle: None, rng: rand::SeedableRng::seed_from_u64(0) }
+        Gate {
+            budget: None,
+            breaker: None,
+            throttle: None,
+            limit: None,
+            limit_sum: 0,
+            admitted_inflight: 0,
+            rng: rand::SeedableRng::seed_from_u64(0),
+        }
     }
 
     /// The controls of `params` for `clients` client processes; `rng` draws the throttle's
     /// rejections.
-    pub fn new(params: &GateParams, clients: u32, rng: Xoshiro256PlusPlus) -> Gate {
+    pub fn new(params: &GateParams, clients: u32, mut rng: Xoshiro256PlusPlus) -> Gate {
         let start = Instant::ZERO;
         let budget = params.budget.map(|(b, scope)| match b {
             BudgetParams::TokenBucket(p) => {
@@ -190,13 +209,39 @@ impl Gate {
                 Throttle::AwsAdaptive(Scoped::new(scope, clients, || AwsAdaptive::new(start)))
             }
         });
-        Gate { budget, breaker, throttle, rng }
+        let limit = params.limit.map(|(p, scope)| Scoped::new(scope, clients, || Limiter::new(p, &mut rng)));
+        let limit_sum = match &limit {
+            Some(Scoped::Shared(l)) => l.limit() as u64,
+            Some(Scoped::PerClient(all)) => all.iter().map(|l| l.limit() as u64).sum(),
+            None => 0,
+        };
+        Gate { budget, breaker, throttle, limit, limit_sum, admitted_inflight: 0, rng }
     }
 
     /// Whether there is no control at all (every call is then a no-op).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.budget.is_none() && self.breaker.is_none() && self.throttle.is_none()
+        self.budget.is_none() && self.breaker.is_none() && self.throttle.is_none() && self.limit.is_none()
+    }
+
+    /// Whether there is a concurrency limit.
+    #[inline]
+    pub fn has_limit(&self) -> bool {
+        self.limit.is_some()
+    }
+
+    /// Calls in flight under the limit when the attempt [`Gate::admit`] just let through was
+    /// admitted, itself included: the client keeps it for [`Answered::inflight`].
+    #[inline]
+    pub fn limit_inflight(&self) -> u32 {
+        self.admitted_inflight
+    }
+
+    /// The concurrency limit in force: the shared limiter's, or the sum of the client
+    /// processes' own (`None` without a limit).
+    #[inline]
+    pub fn limit_total(&self) -> Option<u64> {
+        self.limit.as_ref().map(|_| self.limit_sum)
     }
 
     /// An operation of `client` starts.
@@ -222,17 +267,20 @@ impl Gate {
                 return Admit::Wait(wait);
             }
         }
-        // `admit` counts the request whatever it answers (a refused request still counts).
-        if let Some(Throttle::Sre(s)) = &mut self.throttle
-            && !s.get(client).admit(now, u01(&mut self.rng))
-        {
-            return Admit::Refuse(FailReason::Throttled);
+        // The concurrency limit is the outermost decorator: a call over it reaches no other
+        // control (Netflix's limiter rejects before the call exists).
+        if let Some(l) = &mut self.limit {
+            match l.get(client).try_acquire() {
+                Some(inflight) => self.admitted_inflight = inflight,
+                None => return Admit::Refuse(FailReason::Limited),
+            }
         }
-        // A retry-ratio breaker never refuses an attempt here, only a retry.
-        if let Some(Breakers::Resilience4j(b)) = &mut self.breaker
-            && !b.get(client).try_acquire(now)
-        {
-            return Admit::Refuse(FailReason::Breaker);
+        if let Some(reason) = self.refusal(client, now) {
+            // The call never starts: its permit comes back without a sample (`onIgnore`).
+            if let Some(l) = &mut self.limit {
+                l.get(client).release(Release::Ignored, now, now, 0, &mut self.rng);
+            }
+            return Admit::Refuse(reason);
         }
         if let Some(Budget::Concurrency(c)) = &mut self.budget {
             c.get(client).attempt_started(attempt > 1);
@@ -240,9 +288,34 @@ impl Gate {
         Admit::Send
     }
 
+    /// Whether the SRE throttle or an open breaker fails the attempt locally.
+    #[inline]
+    fn refusal(&mut self, client: u32, now: Instant) -> Option<FailReason> {
+        // `admit` counts the request whatever it answers (a refused request still counts).
+        if let Some(Throttle::Sre(s)) = &mut self.throttle
+            && !s.get(client).admit(now, u01(&mut self.rng))
+        {
+            return Some(FailReason::Throttled);
+        }
+        // A retry-ratio breaker never refuses an attempt here, only a retry.
+        if let Some(Breakers::Resilience4j(b)) = &mut self.breaker
+            && !b.get(client).try_acquire(now)
+        {
+            return Some(FailReason::Breaker);
+        }
+        None
+    }
+
     /// The client stopped waiting for an attempt: it was answered, or it timed out.
     #[inline]
     pub fn answered(&mut self, client: u32, a: &Answered) {
+        if let Some(l) = &mut self.limit {
+            let l = l.get(client);
+            let before = l.limit() as u64;
+            let sent = a.now.saturating_sub(a.latency);
+            l.release(Release::of(a.outcome), sent, a.now, a.inflight, &mut self.rng);
+            self.limit_sum = self.limit_sum - before + l.limit() as u64;
+        }
         match &mut self.breaker {
             Some(Breakers::Resilience4j(b)) => {
                 b.get(client).on_result(a.now, is_failure(a.outcome), a.latency)
@@ -471,6 +544,7 @@ mod tests {
                 outcome: Outcome::Timeout,
                 latency: Span::ZERO,
                 retryable: true,
+                inflight: 0,
             };
             g.answered(0, &a);
         }
@@ -503,6 +577,7 @@ mod tests {
                     outcome: Outcome::Timeout,
                     latency: Span::ZERO,
                     retryable: true,
+                    inflight: 0,
                 };
                 g.answered(0, &a);
                 let mut c = CostClass::NONE;
@@ -548,6 +623,7 @@ mod tests {
                 outcome: Outcome::Success,
                 latency: Span::ZERO,
                 retryable: false,
+                inflight: 0,
             };
             g.answered(0, &a);
         }
@@ -572,6 +648,7 @@ mod tests {
                         outcome: Outcome::Status(503),
                         latency: Span::ZERO,
                         retryable: true,
+                        inflight: 0,
                     };
                     g.answered(0, &a);
                 }

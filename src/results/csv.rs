@@ -5,9 +5,10 @@
 
 use super::Exporter;
 use crate::experiment::Experiment;
+use crate::experiment::ServerSpec;
 use crate::metrics::RunMetrics;
 use crate::metrics::aggregate::{CellSeries, CellSummary};
-use crate::metrics::series::SERIES;
+use crate::metrics::series::{GAUGES, Gauge, SERIES};
 use crate::metrics::{Value, catalogue};
 use crate::stats::Stat;
 use crate::sweep::Cell;
@@ -124,7 +125,8 @@ impl Exporter for TimeseriesCsv {
 
     fn header(&self, exp: &Experiment) -> Vec<String> {
         let mut h = header(exp, &["strategy", "t_s"]);
-        for s in SERIES {
+        let gauges = gauges(exp);
+        for s in SERIES.iter().chain(gauges.iter().map(|g| &GAUGES[*g as usize])) {
             h.push(s.to_string());
             h.push(format!("{s}_sd"));
         }
@@ -139,13 +141,31 @@ impl Exporter for TimeseriesCsv {
     fn cell_rows(&mut self, exp: &Experiment, c: Cell) -> Vec<Vec<String>> {
         let done = std::mem::take(&mut self.cell);
         let keys = key_cells(exp, c);
+        let gauges = gauges(exp);
         done.rows()
             .map(|(t, stats)| {
                 let mut row = keys.clone();
                 row.push(t.to_string());
-                stat_cells(&mut row, stats.into_iter());
+                let series = stats[..SERIES.len()].iter().copied();
+                let used = gauges.iter().map(|g| stats[SERIES.len() + *g as usize]);
+                stat_cells(&mut row, series.chain(used));
                 row
             })
             .collect()
     }
+}
+
+/// The gauges timeseries.csv carries: an adaptive limit's column appears only in an
+/// experiment where some strategy (client) or point (server) has one, so that other
+/// experiments keep their columns.
+fn gauges(exp: &Experiment) -> Vec<Gauge> {
+    let client = exp.points.iter().any(|p| p.strategies.iter().any(|s| s.policy.limit.is_some()));
+    let server = exp
+        .points
+        .iter()
+        .any(|p| matches!(&p.spec.server, ServerSpec::Queue(q) if q.adaptive_concurrency.as_ref().is_some_and(|a| a.enabled)));
+    [(client, Gauge::ClientLimit), (server, Gauge::ServerLimit)]
+        .into_iter()
+        .filter_map(|(used, g)| used.then_some(g))
+        .collect()
 }

@@ -350,6 +350,73 @@ fn cases() -> Vec<Case> {
             stderr: &["`strategies.fj.bulkhead`", "not supported for server.kind = \"occ\""],
         },
         Case {
+            what: "an unknown concurrency limit kind",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nlimit = { kind = \"vegass\" }"),
+            args: &[],
+            stderr: &["`client.limit.kind`", "vegas"],
+        },
+        Case {
+            what: "an AIMD backoff ratio of 1 (AIMDLimit requires [0.5, 1))",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nlimit = { kind = \"aimd\", backoff_ratio = 1.0 }"),
+            args: &[],
+            stderr: &["`client.limit.backoff_ratio`", "[0.5, 1)"],
+        },
+        Case {
+            what: "an AIMD backoff ratio below 0.5",
+            text: valid(),
+            args: &["--set", "strategies.fj.limit.kind=aimd", "--set", "strategies.fj.limit.backoff_ratio=0.4"],
+            stderr: &["strategies.fj.limit.backoff_ratio", "[0.5, 1)"],
+        },
+        Case {
+            what: "a Gradient2 tolerance below 1",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nlimit = { kind = \"gradient2\", rtt_tolerance = 0.9 }"),
+            args: &[],
+            stderr: &["`client.limit.rtt_tolerance`", ">= 1.0"],
+        },
+        Case {
+            what: "a limit's min above its max",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nlimit = { kind = \"aimd\", min_limit = 50, max_limit = 10 }"),
+            args: &[],
+            stderr: &["`strategies.fj.limit.min_limit`", "max_limit"],
+        },
+        Case {
+            what: "a Vegas key on an AIMD limit",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nlimit = { kind = \"aimd\", probe_multiplier = 30 }"),
+            args: &[],
+            stderr: &["`client.limit.probe_multiplier`"],
+        },
+        Case {
+            what: "a concurrency limit on the OCC server",
+            text: replaced("concurrency = 4\n", "kind = \"occ\"\n")
+                .replace("service_time = { dist = \"exponential\", mean = \"10ms\" }\nqueue = 0\n", ""),
+            args: &["--set", "strategies.fj.limit.kind=vegas"],
+            stderr: &["`strategies.fj.limit`", "not supported for server.kind = \"occ\""],
+        },
+        Case {
+            what: "adaptive concurrency without its required update interval",
+            text: replaced("queue = 0\n", "queue = 0\nadaptive_concurrency = { min_rtt_interval = \"60s\" }\n"),
+            args: &[],
+            stderr: &["`server.adaptive_concurrency.concurrency_update_interval`"],
+        },
+        Case {
+            what: "an adaptive concurrency percentile outside (0, 100]",
+            text: replaced(
+                "queue = 0\n",
+                "queue = 0\nadaptive_concurrency = { concurrency_update_interval = \"100ms\", min_rtt_interval = \"60s\", sample_aggregate_percentile = 0 }\n",
+            ),
+            args: &[],
+            stderr: &["`server.adaptive_concurrency.sample_aggregate_percentile`", "(0, 100]"],
+        },
+        Case {
+            what: "an adaptive concurrency floor above its ceiling",
+            text: replaced(
+                "queue = 0\n",
+                "queue = 0\nadaptive_concurrency = { concurrency_update_interval = \"100ms\", min_rtt_interval = \"60s\", min_concurrency_limit = 2000 }\n",
+            ),
+            args: &[],
+            stderr: &["`server.adaptive_concurrency.min_concurrency_limit`", "max_concurrency_limit"],
+        },
+        Case {
             what: "a run that cannot fit in memory",
             text: valid(),
             args: &["--set", "workload.clients=100000000", "--threads", "64"],

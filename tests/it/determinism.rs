@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 44] = [
+const METRICS: [&str; 45] = [
     "ops",
     "succeeded",
     "failed",
@@ -20,6 +20,7 @@ const METRICS: [&str; 44] = [
     "failed_breaker",
     "failed_throttled",
     "failed_bulkhead",
+    "failed_limited",
     "failed_unfinished",
     "dead_lettered",
     "calls",

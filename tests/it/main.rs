@@ -23,6 +23,7 @@ mod docs;
 mod eta;
 mod fit;
 mod layers;
+mod limits;
 mod memory;
 mod no_alloc;
 mod pool;

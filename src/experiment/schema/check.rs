@@ -251,6 +251,7 @@ fn check_range(x: f64, shown: &str, range: Range, message: Option<&str>) -> Resu
         Range::Above(lo) => x > lo,
         Range::Between(lo, hi) => (lo..=hi).contains(&x),
         Range::AboveUpTo(lo, hi) => x > lo && x <= hi,
+        Range::AtLeastBelow(lo, hi) => x >= lo && x < hi,
     };
     if ok {
         return Ok(());
@@ -267,6 +268,9 @@ fn check_range(x: f64, shown: &str, range: Range, message: Option<&str>) -> Resu
         }
         Range::Between(lo, hi) => format!("{shown} is outside [{lo}, {hi}]"),
         Range::AboveUpTo(lo, hi) => format!("{shown} is outside ({lo}, {hi}]: it must be > {lo} and <= {hi}"),
+        Range::AtLeastBelow(lo, hi) => {
+            format!("{shown} is outside [{lo}, {hi}): it must be >= {lo} and < {hi}")
+        }
     })
 }
 

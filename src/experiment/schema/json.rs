@@ -104,6 +104,10 @@ fn range(obj: &mut Map<String, Value>, r: Range) {
             obj.insert("exclusiveMinimum".into(), json!(lo));
             obj.insert("maximum".into(), json!(hi));
         }
+        Range::AtLeastBelow(lo, hi) => {
+            obj.insert("minimum".into(), json!(lo));
+            obj.insert("exclusiveMaximum".into(), json!(hi));
+        }
     }
 }
 

@@ -208,6 +208,7 @@ fn constraints(f: &Field) -> String {
         (Range::Above(lo), true) => parts.push(format!("> {}", show(lo, &f.ty))),
         (Range::Between(lo, hi), true) => parts.push(format!("in [{lo}, {hi}]")),
         (Range::AboveUpTo(lo, hi), true) => parts.push(format!("in ({lo}, {hi}]")),
+        (Range::AtLeastBelow(lo, hi), true) => parts.push(format!("in [{lo}, {hi})")),
         _ => {}
     }
     if let Ty::Int { min: 400, max: 599 } = f.ty {

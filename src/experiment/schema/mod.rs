@@ -21,6 +21,10 @@ use crate::policy::budget::{
     BrookerBucketParams, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
 };
 use crate::policy::bulkhead::BulkheadParams;
+use crate::policy::limit::aimd::AimdParams;
+use crate::policy::limit::envoy_gradient::GradientParams;
+use crate::policy::limit::gradient2::Gradient2Params;
+use crate::policy::limit::vegas::VegasParams;
 use crate::policy::pool::PoolParams;
 use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
 use std::borrow::Cow;
@@ -184,6 +188,8 @@ pub enum Range {
     Between(f64, f64),
     /// In `(lo, hi]`.
     AboveUpTo(f64, f64),
+    /// In `[lo, hi)`.
+    AtLeastBelow(f64, f64),
 }
 
 /// A field with defaults for the parts most keys share.
@@ -643,6 +649,12 @@ pub static SERVER: Tagged = Tagged {
                     Value("{}"),
                     "CoDel's constants, for discipline = \"codel\", \"codel-rpc\" and \"adaptive-lifo\"",
                 ),
+                f(
+                    "adaptive_concurrency",
+                    Ty::Table(&ADAPTIVE_CONCURRENCY),
+                    Absent("no adaptive concurrency limit"),
+                    "Envoy's adaptive concurrency filter (gradient controller) in front of the workers: a request over the limit is answered 503, retryable",
+                ),
             ],
         },
         Variant {
@@ -939,6 +951,8 @@ macro_rules! policy_fields {
             f("pool", Ty::Table(&POOL), Absent("no pool: every attempt is sent at once"), "a connection pool: attempts wait in the client for one of `size` connections (the Go MongoDB driver)")
                 .rules("queue server only; not with layers or network loss"),
             f("bulkhead", Ty::Table(&BULKHEAD), Absent("no bulkhead: every operation starts at once"), "a bulkhead: at most `max_in_flight` operations in flight, across their retries; the rest wait up to `max_wait`, then fail as failed_bulkhead (resilience4j's SemaphoreBulkhead)")
+                .rules("queue server only"),
+            f("limit", Ty::Tagged(&CONCURRENCY_LIMIT), Absent("no limit"), "an adaptive concurrency limit (Netflix concurrency-limits: aimd, vegas, gradient2): an attempt over the limit is rejected locally (failed_limited)")
                 .rules("queue server only"),
             f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
             f("dead_letter", Ty::Table(&DEAD_LETTER), Absent("none: an operation whose tries are used up fails (failed_exhausted)"), "a dead-letter queue: an operation whose tries are used up is dead-lettered (dead_lettered) instead of failed")
@@ -1242,6 +1256,157 @@ pub static THROTTLE: Tagged = Tagged {
             kind: "aws-adaptive",
             doc: "AWS SDK adaptive mode: a CUBIC send-rate limiter that delays attempts after throttling",
             fields: &[scope()],
+        },
+    ],
+};
+
+/// A percentage as Envoy's `type.v3.Percent` writes it.
+const PERCENT: Range = Range::Between(0.0, 100.0);
+
+pub static ADAPTIVE_CONCURRENCY: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "enabled",
+            Ty::Bool,
+            Value("true"),
+            "false: the filter lets every request through (Envoy's `enabled` runtime flag), so that a sweep can turn it on and off",
+        ),
+        f(
+            "concurrency_update_interval",
+            Ty::Duration,
+            Required,
+            "how often the limit is recalculated from the latencies sampled since (Envoy requires it)",
+        )
+        .range(Range::AtLeast(1e6))
+        .message("must be at least 1ms (Envoy counts it in whole milliseconds), e.g. \"100ms\""),
+        f(
+            "sample_aggregate_percentile",
+            Ty::Num,
+            Num(GradientParams::ENVOY_PERCENTILE),
+            "the percentile of the samples that is sampleRTT (and minRTT), in percent",
+        )
+        .range(Range::AboveUpTo(0.0, 100.0))
+        .message("{v} is not a percentile in (0, 100]: e.g. 50 for the median (Envoy's default)"),
+        f("max_concurrency_limit", U32, Int(GradientParams::ENVOY_MAX_LIMIT as u64), "the highest limit")
+            .range(Range::AtLeast(1.0)),
+        f(
+            "min_concurrency_limit",
+            U32,
+            Absent("min_concurrency is the floor"),
+            "a floor for the calculated limit, apart from the minRTT probe's pinned min_concurrency",
+        )
+        .range(Range::AtLeast(1.0))
+        .rules("<= max_concurrency_limit"),
+        f(
+            "min_rtt_interval",
+            Ty::Duration,
+            Required,
+            "how often minRTT is measured again (Envoy's min_rtt_calc_params.interval)",
+        )
+        .range(Range::AtLeast(1e6))
+        .message("must be at least 1ms (Envoy counts it in whole milliseconds), e.g. \"60s\""),
+        f(
+            "min_rtt_request_count",
+            U32,
+            Int(GradientParams::ENVOY_MIN_RTT_REQUESTS as u64),
+            "samples a minRTT measurement takes",
+        )
+        .range(Range::AtLeast(1.0)),
+        f(
+            "jitter",
+            Ty::Num,
+            Num(GradientParams::ENVOY_JITTER_PERCENT),
+            "a random delay of up to this percent of min_rtt_interval before each minRTT measurement",
+        )
+        .range(PERCENT)
+        .message("{v} is not a percentage in [0, 100]: e.g. 15 (Envoy's default)"),
+        f(
+            "min_concurrency",
+            U32,
+            Int(GradientParams::ENVOY_MIN_CONCURRENCY as u64),
+            "the limit while minRTT is measured, and its floor without min_concurrency_limit",
+        )
+        .range(Range::AtLeast(1.0))
+        .rules("<= max_concurrency_limit"),
+        f(
+            "buffer",
+            Ty::Num,
+            Num(GradientParams::ENVOY_BUFFER_PERCENT),
+            "the latency above minRTT tolerated before the limit falls, in percent of minRTT",
+        )
+        .range(PERCENT)
+        .message("{v} is not a percentage in [0, 100]: e.g. 25 (Envoy's default)"),
+    ],
+};
+
+const LIMIT_WINDOWED: Field = f(
+    "windowed",
+    Ty::Bool,
+    Value("false"),
+    "sample through the library's WindowedLimit (1 s windows of at least 10 samples, RTTs under 100 us ignored; the inner limit sees each window's mean RTT), not call by call (the library's default)",
+);
+
+pub static CONCURRENCY_LIMIT: Tagged = Tagged {
+    tag: "kind",
+    what: "limit kind",
+    default: None,
+    variants: &[
+        Variant {
+            kind: "aimd",
+            doc: "AIMDLimit: on a drop or an RTT over timeout, limit x backoff_ratio; else +1 while at least half the limit is in flight",
+            fields: &[
+                f("initial_limit", U32, Int(AimdParams::NETFLIX.initial_limit as u64), "the limit at the start").range(Range::AtLeast(1.0)),
+                f("min_limit", U32, Int(AimdParams::NETFLIX.min_limit as u64), "the lowest limit").range(Range::AtLeast(1.0)),
+                f("max_limit", U32, Int(AimdParams::NETFLIX.max_limit as u64), "the highest limit")
+                    .range(Range::AtLeast(1.0))
+                    .rules(">= min_limit"),
+                f("backoff_ratio", Ty::Num, Num(AimdParams::NETFLIX.backoff_ratio), "the factor applied on a drop")
+                    .range(Range::AtLeastBelow(AimdParams::BACKOFF_RATIO_MIN, 1.0))
+                    .message("{v} is outside [0.5, 1): AIMDLimit requires a backoff ratio of at least 0.5 and below 1, e.g. 0.9 (its default)"),
+                f("timeout", Ty::Duration, Duration(AimdParams::NETFLIX.timeout, "s"), "a call slower than this counts as a drop")
+                    .range(POSITIVE)
+                    .message("must be > 0: a call slower than this counts as a drop, e.g. \"5s\" (AIMDLimit's default)"),
+                LIMIT_WINDOWED,
+                scope(),
+            ],
+        },
+        Variant {
+            kind: "vegas",
+            doc: "VegasLimit (the library's default): queue = ceil(L x (1 - rtt_noload / rtt)); +6 log10(L) without a queue, +log10(L) under 3 log10(L), -log10(L) over 6 log10(L) or on a drop",
+            fields: &[
+                f("initial_limit", U32, Int(VegasParams::NETFLIX.initial_limit as u64), "the limit at the start").range(Range::AtLeast(1.0)),
+                f("max_limit", U32, Int(VegasParams::NETFLIX.max_limit as u64), "the highest limit (maxConcurrency)").range(Range::AtLeast(1.0)),
+                f("smoothing", Ty::Num, Num(VegasParams::NETFLIX.smoothing), "the share of each new limit taken (1: all of it)")
+                    .range(Range::AboveUpTo(0.0, 1.0))
+                    .message("{v} is outside (0, 1]: the share of each new limit taken, e.g. 1.0 (VegasLimit's default)"),
+                f("probe_multiplier", U32, Int(VegasParams::NETFLIX.probe_multiplier as u64), "rtt_noload is measured again every U(0.5, 1) x probe_multiplier x limit samples")
+                    .range(Range::AtLeast(1.0)),
+                LIMIT_WINDOWED,
+                scope(),
+            ],
+        },
+        Variant {
+            kind: "gradient2",
+            doc: "Gradient2Limit: gradient = clamp(rtt_tolerance x long RTT / RTT, 0.5, 1); L = L (1 - smoothing) + (L x gradient + queue_size) x smoothing",
+            fields: &[
+                f("initial_limit", U32, Int(Gradient2Params::NETFLIX.initial_limit as u64), "the limit at the start").range(Range::AtLeast(1.0)),
+                f("min_limit", U32, Int(Gradient2Params::NETFLIX.min_limit as u64), "the lowest limit").range(Range::AtLeast(1.0)),
+                f("max_limit", U32, Int(Gradient2Params::NETFLIX.max_limit as u64), "the highest limit (maxConcurrency)")
+                    .range(Range::AtLeast(1.0))
+                    .rules(">= min_limit"),
+                f("smoothing", Ty::Num, Num(Gradient2Params::NETFLIX.smoothing), "the share of each new limit taken")
+                    .range(Range::AboveUpTo(0.0, 1.0))
+                    .message("{v} is outside (0, 1]: the share of each new limit taken, e.g. 0.2 (Gradient2Limit's default)"),
+                f("queue_size", U32, Int(Gradient2Params::NETFLIX.queue_size as u64), "requests added to the limit at each update (the headroom for a queue)"),
+                f("long_window", U32, Int(Gradient2Params::NETFLIX.long_window as u64), "samples in the long RTT's exponential average")
+                    .range(Range::AtLeast(1.0)),
+                f("rtt_tolerance", Ty::Num, Num(Gradient2Params::NETFLIX.rtt_tolerance), "how much slower than the long RTT a call may be before the limit falls")
+                    .range(Range::AtLeast(1.0))
+                    .message("{v} is below 1: Gradient2Limit requires a tolerance >= 1.0, e.g. 1.5 (its default)"),
+                LIMIT_WINDOWED,
+                scope(),
+            ],
         },
     ],
 };

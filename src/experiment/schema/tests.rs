@@ -263,7 +263,8 @@ backoff = { kind = "constant", base = "1ms" }
 "#;
     load_str(closed, "closed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
-                   idempotency = { lock_ttl = \"30s\", release = \"delete\", fencing = true }\n";
+                   idempotency = { lock_ttl = \"30s\", release = \"delete\", fencing = true }\n\
+                   adaptive_concurrency = { enabled = true, concurrency_update_interval = \"100ms\", sample_aggregate_percentile = 90.0, max_concurrency_limit = 500, min_concurrency_limit = 25, min_rtt_interval = \"60s\", min_rtt_request_count = 50, jitter = 10.0, min_concurrency = 50, buffer = 25.0 }\n";
     // A connection pool needs the queue server and a lossless network; a bulkhead, the queue
     // server.
     let pool = "name = \"c\"\npool = { size = 10, max_wait = \"50ms\", close_on_timeout = false, connect_time = \"1ms\", scope = \"shared\" }\n\
@@ -290,6 +291,16 @@ backoff = { kind = "constant", base = "1ms" }
         let with = constant.replace("[server]\n", &format!("[server]\nrate_limit = {limiter}\n"));
         load_str(&with, "limiter.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{limiter}: {e}"));
         limiters.push_str(limiter);
+    }
+    // Each concurrency limit kind, with every key.
+    for limit in [
+        "{ kind = \"aimd\", initial_limit = 20, min_limit = 20, max_limit = 200, backoff_ratio = 0.9, timeout = \"5s\", windowed = false, scope = \"shared\" }",
+        "{ kind = \"vegas\", initial_limit = 20, max_limit = 1000, smoothing = 1.0, probe_multiplier = 30, windowed = true }",
+        "{ kind = \"gradient2\", initial_limit = 20, min_limit = 20, max_limit = 200, smoothing = 0.2, queue_size = 4, long_window = 600, rtt_tolerance = 1.5 }",
+    ] {
+        let with = constant.replace("name = \"c\"\n", &format!("name = \"c\"\nlimit = {limit}\n"));
+        load_str(&with, "limit.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{limit}: {e}"));
+        limiters.push_str(limit);
     }
     let queue = constant.replace(
         "kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n",

@@ -8,9 +8,9 @@ use super::IdempotencyMode;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
-    ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus,
-    InProgress, NamedFailure, PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec,
-    Strategy, WorkloadSpec,
+    AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DistSpec, ExperimentSpec,
+    FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PolicySpec, QueueServerSpec,
+    RateChangesSpec, RateLimitSpec, ServerSpec, Strategy, WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 
@@ -178,6 +178,9 @@ fn queue_server(q: &QueueServerSpec) -> Check {
     if let Some(r) = &q.rate_limit {
         rate_limit(r)?;
     }
+    if let Some(a) = &q.adaptive_concurrency {
+        adaptive_concurrency(a)?;
+    }
     let total: f64 = q.errors.iter().map(|e| e.probability).sum();
     if total > 1.0 + 1e-12 {
         fail("server.errors", format!("the probabilities add up to {total}, above 1; lower them"))?;
@@ -280,6 +283,7 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("dead_letter", p.dead_letter.is_some(), "a dead-letter queue"),
             ("redrive", p.redrive.is_some(), "a re-drive"),
             ("bulkhead", p.bulkhead.is_some(), "a bulkhead"),
+            ("limit", p.limit.is_some(), "a concurrency limit"),
         ];
         for (k, present, what) in unsupported {
             if present {
@@ -359,6 +363,44 @@ fn strategies(spec: &ExperimentSpec) -> Check {
         }
         pool(spec, s, &key)?;
         bulkhead(spec, s, &key)?;
+        limit(s, &key)?;
+    }
+    Ok(())
+}
+
+/// A limit's bounds in order (`min_limit <= max_limit`, as Netflix's limits assume).
+fn limit(s: &Strategy, key: &str) -> Check {
+    let (min, max) = match s.policy.limit {
+        Some(
+            LimitSpec::Aimd { min_limit, max_limit, .. } | LimitSpec::Gradient2 { min_limit, max_limit, .. },
+        ) => (min_limit, max_limit),
+        _ => return Ok(()),
+    };
+    if min > max {
+        fail(
+            format!("{key}.limit.min_limit"),
+            format!("{min} is above max_limit ({max}): set min_limit <= max_limit"),
+        )?;
+    }
+    Ok(())
+}
+
+/// `[server.adaptive_concurrency]`: its floors below its ceiling.
+fn adaptive_concurrency(a: &AdaptiveConcurrencySpec) -> Check {
+    let max = a.max_concurrency_limit;
+    for (key, v) in
+        [("min_concurrency", Some(a.min_concurrency)), ("min_concurrency_limit", a.min_concurrency_limit)]
+    {
+        if let Some(v) = v
+            && v > max
+        {
+            fail(
+                format!("server.adaptive_concurrency.{key}"),
+                format!(
+                    "{v} is above max_concurrency_limit ({max}): lower it or raise max_concurrency_limit"
+                ),
+            )?;
+        }
     }
     Ok(())
 }

@@ -9,7 +9,10 @@
 //! 3. [`idempotency`]: `[server.idempotency]`, the dedup store for idempotency keys: a repeat
 //!    of a finished key is answered from the store, a repeat of a key in progress gets 409 or
 //!    waits;
-//! 4. [`workers`]: `concurrency` workers and a bounded queue; a request that finds the
+//! 4. [`adaptive_concurrency`]: `[server.adaptive_concurrency]`, Envoy's adaptive concurrency
+//!    filter: a request over the gradient controller's limit of requests at the workers is
+//!    answered 503;
+//! 5. [`workers`]: `concurrency` workers and a bounded queue; a request that finds the
 //!    queue full is rejected (with "overloaded; don't retry" when `reject_dont_retry`); free
 //!    workers take the oldest waiting request, or as `discipline` says ([`discipline`]: LIFO,
 //!    RFC 8289 CoDel, folly's CoDel, adaptive LIFO), which may shed waiting requests (503);
@@ -24,6 +27,7 @@
 //! [`Server::arrive`]; no other stage changes. A stage that is not configured is a `None`, and
 //! the stages between faults and workers are skipped with one check when none is configured.
 
+pub mod adaptive_concurrency;
 pub mod codel;
 pub mod codel_rpc;
 pub mod discipline;
@@ -37,7 +41,9 @@ use crate::engine::rng::{Stream, stream};
 use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
 use crate::model::dist::Dist;
+use crate::policy::limit::envoy_gradient::{GradientParams, Timer};
 use crate::policy::{Outcome, RetryAfter};
+use adaptive_concurrency::AdaptiveConcurrency;
 use discipline::DisciplineParams;
 use faults::{ErrorRate, Fault, Faults};
 use idempotency::{Completion, Grant, Key, KeyTag, Store, StoreParams};
@@ -199,6 +205,7 @@ pub struct Server {
     rate_limit: Option<RateLimit>,
     store: Option<Store>,
     overload: Option<Overload>,
+    adaptive: Option<AdaptiveConcurrency>,
     workers: Workers,
     /// Whether a stage between the faults and the workers is configured.
     screens: bool,
@@ -234,6 +241,8 @@ pub struct ServerParams {
     pub overload: Option<OverloadParams>,
     /// The order free workers take waiting requests in, and what is shed.
     pub discipline: DisciplineParams,
+    /// Envoy's adaptive concurrency filter in front of the workers.
+    pub adaptive_concurrency: Option<GradientParams>,
 }
 
 impl Server {
@@ -243,6 +252,9 @@ impl Server {
             rate_limit: params.rate_limit.as_ref().map(RateLimit::new),
             store: params.idempotency.as_ref().map(Store::new),
             overload: params.overload.as_ref().map(Overload::new),
+            adaptive: params.adaptive_concurrency.map(|p| {
+                AdaptiveConcurrency::new(p, params.concurrency, stream(run_seed, Stream::ServerLimit))
+            }),
             faults: Faults::new(params.faults, params.errors, stream(run_seed, Stream::Faults)),
             screens: params.rate_limit.is_some() || params.idempotency.is_some(),
             reject_reply: Reply {
@@ -265,6 +277,7 @@ impl Server {
             && self.rate_limit.is_none()
             && self.store.is_none()
             && self.overload.is_none()
+            && self.adaptive.is_none()
             && self.promoted.is_none()
             && !self.workers.has_discipline()
     }
@@ -323,12 +336,17 @@ impl Server {
         self.place::<false>(req, now)
     }
 
-    /// The last stage: the workers start the request, queue it or reject it.
+    /// The last stages: the adaptive concurrency limit, if any; then the workers start the
+    /// request, queue it or reject it.
     #[inline(always)]
     fn place<const PLAIN: bool>(&mut self, req: Request, now: Instant) -> Arrival {
+        if !PLAIN && self.adaptive.is_some() && !self.forwards() {
+            return Arrival::Answered(Reply::of(Outcome::Status(adaptive_concurrency::LIMITED_STATUS)));
+        }
         let (capacity, slowdown) = self.conditions::<PLAIN>(now);
         match self.workers.place(req, now, capacity, slowdown) {
             Placed::Started { worker, service } => {
+                self.started::<PLAIN>(worker, now, Span::ZERO);
                 Arrival::Started { worker, service: self.stretch::<PLAIN>(service) }
             }
             Placed::Queued => Arrival::Queued,
@@ -339,6 +357,37 @@ impl Server {
                 }
                 Arrival::Answered(self.reject_reply)
             }
+        }
+    }
+
+    /// Whether the adaptive concurrency filter forwards a request now (out of line: only runs
+    /// with one).
+    #[inline(never)]
+    fn forwards(&self) -> bool {
+        let (busy, queued) = self.workers.levels();
+        let outstanding = (busy as u64 + queued as u64).min(u32::MAX as u64) as u32;
+        self.adaptive.as_ref().is_none_or(|a| a.admit(outstanding))
+    }
+
+    /// Worker `worker` started a request that waited `waited`: the adaptive filter notes when
+    /// it was forwarded.
+    #[inline(always)]
+    fn started<const PLAIN: bool>(&mut self, worker: u32, now: Instant, waited: Span) {
+        if !PLAIN && let Some(a) = &mut self.adaptive {
+            a.started(worker, now, waited);
+        }
+    }
+
+    /// The adaptive concurrency filter, if the server has one.
+    #[inline]
+    pub fn adaptive(&mut self) -> Option<&mut AdaptiveConcurrency> {
+        self.adaptive.as_mut()
+    }
+
+    /// The adaptive concurrency controller's timer `which` fires at `now`.
+    pub fn limit_timer(&mut self, which: Timer, now: Instant) {
+        if let Some(a) = &mut self.adaptive {
+            a.fire(which, now);
         }
     }
 
@@ -381,6 +430,9 @@ impl Server {
     #[inline]
     pub fn done<const PLAIN: bool>(&mut self, worker: u32, now: Instant) -> (Request, Instant, Completion) {
         let (mut req, started) = self.workers.done(worker);
+        if !PLAIN && let Some(a) = &mut self.adaptive {
+            a.finished(worker, now);
+        }
         if !PLAIN
             && let Some(store) = &mut self.store
             && store.complete(req.key(), req.key_tag.grant, now) == Completion::Fenced
@@ -413,16 +465,20 @@ impl Server {
             }
             return match self.workers.place(p, now, capacity, slowdown) {
                 // It waited parked on its key, not in the queue (`wait_mean_s` is the queue's).
-                Placed::Started { worker, service } => Some(Next::Started {
-                    worker,
-                    service: self.stretch::<PLAIN>(service),
-                    waited: Span::ZERO,
-                }),
+                Placed::Started { worker, service } => {
+                    self.started::<PLAIN>(worker, now, Span::ZERO);
+                    Some(Next::Started {
+                        worker,
+                        service: self.stretch::<PLAIN>(service),
+                        waited: Span::ZERO,
+                    })
+                }
                 _ => unreachable!("a worker is free"),
             };
         }
         match self.workers.next::<PLAIN>(now, capacity, slowdown)? {
             Next::Started { worker, service, waited } => {
+                self.started::<PLAIN>(worker, now, waited);
                 Some(Next::Started { worker, service: self.stretch::<PLAIN>(service), waited })
             }
             Next::Dropped(req) => Some(self.dropped(req, now)),

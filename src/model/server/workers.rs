@@ -213,6 +213,7 @@ mod tests {
             idempotency: None,
             overload: None,
             discipline,
+            adaptive_concurrency: None,
         }
     }
 

@@ -18,7 +18,9 @@
 //! | [`brooker_collapse`] (`brooker_collapse.rs`) | Brooker's simple_collapse_sim ramp scenarios, window by window, against its outputs over independent seeds |
 //! | [`osdi`] (`osdi.rs`) | the OSDI '22 retry experiment's four outcomes, through the connection pool |
 //! | [`rate_limits`] (`rate_limits.rs`) | the server's rate limiters: admitted rate under overload, the fixed window's boundary herd |
+//! | [`adaptive_limits`] (`adaptive_limits.rs`) | Envoy's adaptive concurrency filter: the limit's growth by calculateNewLimit |
 
+pub mod adaptive_limits;
 pub mod aws;
 pub mod brooker;
 pub mod brooker_collapse;
@@ -224,6 +226,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: rate_limits::METHOD,
         series: true,
         evaluate: rate_limits::evaluate,
+    },
+    CheckDef {
+        id: "adaptive-limits",
+        title: "Envoy's gradient controller: the limit's growth by calculateNewLimit",
+        method: adaptive_limits::METHOD,
+        series: true,
+        evaluate: adaptive_limits::evaluate,
     },
 ];
 
