@@ -23,6 +23,12 @@ pub struct RunMetrics {
     pub server_calls: u64,
     /// Attempts that failed waiting for a client connection (never reached the server).
     pub pool_timeouts: u64,
+    /// Hedged requests: copies sent besides each call's first (DESIGN §4.9).
+    pub hedges: u64,
+    /// Calls whose winning answer came from a hedge, not from the first copy.
+    pub hedge_wins: u64,
+    /// Copies the client cancelled because another copy had decided the call.
+    pub cancelled: u64,
     pub completion_time_s: f64,
     pub latency_p50_s: f64,
     pub latency_p99_s: f64,
@@ -197,6 +203,9 @@ pub struct RunRecorder {
     calls: u64,
     server_calls: u64,
     pool_timeouts: u64,
+    hedges: u64,
+    hedge_wins: u64,
+    cancelled: u64,
     last_end: Instant,
     latency_ns: Histogram<u64>,
     latency_max_ns: u64,
@@ -282,6 +291,9 @@ impl RunRecorder {
             calls: 0,
             server_calls: 0,
             pool_timeouts: 0,
+            hedges: 0,
+            hedge_wins: 0,
+            cancelled: 0,
             last_end: Instant::ZERO,
             latency_ns: latency.all,
             latency_max_ns: 0,
@@ -452,6 +464,24 @@ impl RunRecorder {
     #[inline]
     pub fn pool_timeout(&mut self) {
         self.pool_timeouts += 1;
+    }
+
+    /// A hedge (a copy besides the call's first) was sent.
+    #[inline]
+    pub fn hedge_sent(&mut self) {
+        self.hedges += 1;
+    }
+
+    /// A call succeeded with a hedge's answer.
+    #[inline]
+    pub fn hedge_won(&mut self) {
+        self.hedge_wins += 1;
+    }
+
+    /// The client cancelled a copy it no longer needed.
+    #[inline]
+    pub fn copy_cancelled(&mut self) {
+        self.cancelled += 1;
     }
 
     /// From `now` on, the server serves `in_service` requests and `queued` wait.
@@ -659,6 +689,9 @@ impl RunRecorder {
             calls: self.calls,
             server_calls: self.server_calls,
             pool_timeouts: self.pool_timeouts,
+            hedges: self.hedges,
+            hedge_wins: self.hedge_wins,
+            cancelled: self.cancelled,
             completion_time_s: self.last_end.as_secs_f64(),
             latency_p50_s: p50,
             latency_p99_s: p99,

@@ -3,6 +3,8 @@
 //! reason"). Types and ranges of single keys are in `super::schema`. Each error names the full
 //! key as `--set` would address it and says how to fix it.
 
+mod hedge;
+
 use super::ConfigError;
 use super::IdempotencyMode;
 use super::duration::Duration;
@@ -280,6 +282,7 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("dead_letter", p.dead_letter.is_some(), "a dead-letter queue"),
             ("redrive", p.redrive.is_some(), "a re-drive"),
             ("bulkhead", p.bulkhead.is_some(), "a bulkhead"),
+            ("hedge", p.hedge.is_some(), "hedged requests"),
         ];
         for (k, present, what) in unsupported {
             if present {
@@ -359,6 +362,7 @@ fn strategies(spec: &ExperimentSpec) -> Check {
         }
         pool(spec, s, &key)?;
         bulkhead(spec, s, &key)?;
+        hedge::hedge(spec, s, &key)?;
     }
     Ok(())
 }
