@@ -21,6 +21,7 @@ mod determinism;
 mod disciplines;
 mod docs;
 mod eta;
+mod hedging;
 mod layers;
 mod memory;
 mod no_alloc;

@@ -1287,8 +1287,7 @@ pub static HEDGE: Table = Table {
     partial: false,
     fields: &[
         f("preset", Ty::Choice(&["polly", "envoy"]), Absent("gRPC A6: the keys below"), "polly: Polly v8's latency mode (2 copies, the second after 2 s or at once on a handled failure, every failure handled); envoy: Envoy's hedge_on_per_try_timeout (2 copies, the second when the first's per-try timeout fires, the first still waited for)"),
-        f("max_attempts", Ty::Int { min: 2, max: 5 }, Absent("required; 2 with preset polly or envoy"), "copies of a call, the first included (gRPC maxAttempts; its client caps it at 5)")
-            .message("{v} copies: gRPC allows 2 to 5 (its client caps maxAttempts at 5); set max_attempts between 2 and 5"),
+        f("max_attempts", Ty::Int { min: 2, max: 5 }, Absent("required; 2 with preset polly or envoy"), "copies of a call, the first included (gRPC maxAttempts, 2 to 5: its client caps it at 5)"),
         f("delay", Ty::Str, Absent("\"0s\" (gRPC: every copy at once); \"2s\" with preset polly; none with envoy"), "when the next copy goes out without an answer: a duration (0 = all at once), or \"pNN\", the NN-th percentile (0 < NN < 100) of the client's own latency over the last `window` (tower's hedge)"),
         f("non_fatal", Ty::List(&Ty::StatusOrFailure), Absent("none (gRPC); every failure with preset polly; 5xx and connection-error with envoy"), "failures after which the next copy goes out at once; any other failure cancels the copies and fails the call (gRPC nonFatalStatusCodes)"),
         f("hedge_on_per_try_timeout", Ty::Bool, Absent("false; true with preset envoy"), "when a copy's `timeout` fires, send the next copy and keep waiting for the late one (Envoy); else the late copy is abandoned as a timeout")

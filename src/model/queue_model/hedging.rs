@@ -173,7 +173,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             }
             return;
         }
-        self.cancel_copy(op, attempt, s);
+        if self.cancel_copy(op, attempt, s) {
+            self.start_waiting(s);
+        }
         self.decide(op, attempt, Outcome::Timeout, None, false, s)
     }
 
@@ -246,14 +248,21 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// Cancels every copy of `op` still out.
     fn cancel_copies<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
         let out: Vec<u32> = self.hedges().call(op).out_attempts().collect();
+        let mut freed = false;
         for attempt in out {
-            self.cancel_copy(op, attempt, s);
+            freed |= self.cancel_copy(op, attempt, s);
+        }
+        if freed {
+            self.start_waiting(s);
         }
     }
 
     /// Cancels copy `attempt` of `op`: the server removes it from its queue, or stops serving
     /// it with `cancel_in_service`; a request that held a worker frees it for the next one.
-    fn cancel_copy<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, s: &mut Scheduler<Ev, Q>) {
+    /// Returns whether the server let go of the request (the caller then starts waiting
+    /// requests, once every copy is cancelled: a freed worker must not take a copy about to be
+    /// cancelled).
+    fn cancel_copy<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, s: &mut Scheduler<Ev, Q>) -> bool {
         self.hedges().cancel(op, attempt);
         self.rec.copy_cancelled();
         let in_service = self.hedges().params().cancel_in_service;
@@ -261,9 +270,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             Cancelled::Removed(_) | Cancelled::Stopped(..) => {
                 // The request will never be answered: its reference on the operation goes.
                 self.clients.ops.release(op);
-                self.start_waiting(s);
+                true
             }
-            Cancelled::NotHeld => {}
+            Cancelled::NotHeld => false,
         }
     }
 
