@@ -256,6 +256,14 @@ pub const METRICS: &[Metric] = &[
         meaning: "99th percentile of the same latencies, from the same histogram",
     },
     Metric {
+        name: "latency_p999_s",
+        read: |m| Value::Real(m.latency_p999_s),
+        label: "p99.9 latency",
+        unit: "s",
+        better: Some(Better::Lower),
+        meaning: "99.9th percentile of the same latencies, from the same histogram (the tail hedging is for)",
+    },
+    Metric {
         name: "latency_max_s",
         read: |m| Value::Real(m.latency_max_s),
         label: "max latency",

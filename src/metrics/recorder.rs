@@ -32,6 +32,8 @@ pub struct RunMetrics {
     pub completion_time_s: f64,
     pub latency_p50_s: f64,
     pub latency_p99_s: f64,
+    /// The 99.9th percentile, from the same histogram (hedging's tail, DESIGN §4.9).
+    pub latency_p999_s: f64,
     /// The exact maximum (not a histogram bucket edge).
     pub latency_max_s: f64,
     /// The exact minimum (0 when no operation ended).
@@ -656,15 +658,15 @@ impl RunRecorder {
         self.series.finish();
         let q_ok = |p: f64| quantile_s(&self.latency_ok_ns, self.latency_ok_max_ns, p);
         let (p50_ok, p99_ok) = (q_ok(0.5), q_ok(0.99));
-        let (p50, p99) = if self.latency_ns.is_empty() {
+        let (p50, p99, p999) = if self.latency_ns.is_empty() {
             // No operation failed: every ended one is in `latency_ok_ns` (and its maximum is
             // the maximum of all), so the sum would be a copy of it.
-            (p50_ok.unwrap_or(0.0), p99_ok.unwrap_or(0.0))
+            (p50_ok.unwrap_or(0.0), p99_ok.unwrap_or(0.0), q_ok(0.999).unwrap_or(0.0))
         } else {
             // Cannot fail: both histograms auto-resize.
             let _ = self.latency_ns.add(&self.latency_ok_ns);
             let q = |p: f64| quantile_s(&self.latency_ns, self.latency_max_ns, p).unwrap_or(0.0);
-            (q(0.5), q(0.99))
+            (q(0.5), q(0.99), q(0.999))
         };
         let windows = self
             .windows
@@ -695,6 +697,7 @@ impl RunRecorder {
             completion_time_s: self.last_end.as_secs_f64(),
             latency_p50_s: p50,
             latency_p99_s: p99,
+            latency_p999_s: p999,
             latency_max_s: self.latency_max_ns as f64 / NS_PER_S,
             latency_min_s: if self.ended == 0 { 0.0 } else { self.latency_min_ns as f64 / NS_PER_S },
             latency_mean_s: ratio(self.latency_sum_ns, self.ended) / NS_PER_S,
