@@ -18,11 +18,13 @@
 //! | [`brooker_collapse`] (`brooker_collapse.rs`) | Brooker's simple_collapse_sim ramp scenarios, window by window, against its outputs over independent seeds |
 //! | [`osdi`] (`osdi.rs`) | the OSDI '22 retry experiment's four outcomes, through the connection pool |
 //! | [`rate_limits`] (`rate_limits.rs`) | the server's rate limiters: admitted rate under overload, the fixed window's boundary herd |
+//! | [`hedging`] (`hedging.rs`) | hedged requests with a fixed delay: hedges per call and mean latency against `min(X1, d + X2)` |
 
 pub mod aws;
 pub mod brooker;
 pub mod brooker_collapse;
 mod controls;
+pub mod hedging;
 pub mod osdi;
 mod parameters;
 mod queueing;
@@ -224,6 +226,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: rate_limits::METHOD,
         series: true,
         evaluate: rate_limits::evaluate,
+    },
+    CheckDef {
+        id: "hedging",
+        title: "Hedged requests: the minimum of the delayed copies",
+        method: hedging::METHOD,
+        series: false,
+        evaluate: hedging::evaluate,
     },
 ];
 
