@@ -181,7 +181,7 @@ pub fn bulkhead(s: &Strategy) -> Option<BulkheadParams> {
 }
 
 /// One control or pool per client process, or one for the fleet.
-fn scope(s: SpecScope) -> Scope {
+pub(super) fn scope(s: SpecScope) -> Scope {
     match s {
         SpecScope::Client => Scope::Client,
         SpecScope::Shared => Scope::Shared,

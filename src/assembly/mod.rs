@@ -9,6 +9,7 @@ pub mod client;
 pub mod dist;
 pub mod faults;
 pub mod gateways;
+pub mod hedge;
 pub mod network;
 pub mod server;
 pub mod workload;
@@ -37,6 +38,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         layers: strategy.policy.layers.iter().map(gateways::layer_policy).collect(),
         pool: client::pool(strategy),
         bulkhead: client::bulkhead(strategy),
+        hedge: hedge::hedge(strategy),
         windows: spec
             .output
             .windows
@@ -47,6 +49,11 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
             })
             .collect(),
     };
+    if let Some(h) = &params.hedge {
+        // The controls count a copy's failure as a retryable one when it is non-fatal (A6's
+        // throttling counts only those).
+        params.retry.retry_on = h.non_fatal;
+    }
     if let WorkloadSpec::Queue { visibility_timeout, max_receive_count, ack_loss, .. } = spec.workload {
         workload::consumers(&mut params, strategy, visibility_timeout, max_receive_count, ack_loss);
     }

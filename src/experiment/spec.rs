@@ -465,6 +465,8 @@ pub struct PolicySpec {
     pub bulkhead: Option<BulkheadSpec>,
     /// The client's adaptive concurrency limit (DESIGN §4.9); absent = none.
     pub limit: Option<LimitSpec>,
+    /// Hedged requests (DESIGN §4.10); absent = one copy per attempt.
+    pub hedge: Option<HedgeSpec>,
     pub layers: Vec<LayerSpec>,
     /// Operations whose tries are used up are dead-lettered instead of failed.
     pub dead_letter: Option<DeadLetterSpec>,
@@ -674,6 +676,68 @@ pub enum LimitSpec {
         windowed: bool,
         scope: Scope,
     },
+}
+
+/// `hedge = { ... }` (DESIGN §4.10): copies of a call sent before its answer. Absent keys take
+/// the preset's values (assembly), else gRPC A6's.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HedgeSpec {
+    pub preset: Option<HedgePreset>,
+    pub max_attempts: Option<u32>,
+    /// A duration (`"500ms"`, `"0s"`) or a percentile of the client's latency (`"p95"`).
+    pub delay: Option<String>,
+    pub non_fatal: Option<Vec<RetryOnItem>>,
+    pub hedge_on_per_try_timeout: Option<bool>,
+    pub window: Duration,
+    pub min_samples: u32,
+    pub budget: Option<HedgeBudgetSpec>,
+    pub cancel_in_service: bool,
+    pub scope: Scope,
+}
+
+/// `hedge.delay`, read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HedgeDelaySpec {
+    After(Duration),
+    /// A percentile in (0, 100).
+    Percentile(f64),
+}
+
+impl HedgeSpec {
+    /// `delay` read (`None` when absent), or why it cannot be.
+    pub fn parsed_delay(&self) -> Result<Option<HedgeDelaySpec>, String> {
+        let Some(text) = &self.delay else { return Ok(None) };
+        if let Some(p) = text.strip_prefix('p') {
+            return match p.parse::<f64>() {
+                Ok(p) if p > 0.0 && p < 100.0 => Ok(Some(HedgeDelaySpec::Percentile(p))),
+                _ => Err(format!(
+                    "{text:?} is not a percentile in (0, 100): write \"p95\" or \"p99.9\", or a duration such as \"500ms\""
+                )),
+            };
+        }
+        Duration::parse(text).map(|d| Some(HedgeDelaySpec::After(d))).map_err(|e| {
+            format!("{text:?} is neither a duration nor a percentile ({e}): write \"500ms\", \"0s\" (every copy at once) or \"p95\"")
+        })
+    }
+}
+
+/// `hedge.preset`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum HedgePreset {
+    /// Polly v8's hedging strategy in latency mode.
+    Polly,
+    /// Envoy's route `HedgePolicy` with `hedge_on_per_try_timeout`.
+    Envoy,
+}
+
+/// `hedge.budget = { ratio, capacity }`: Brooker's token bucket for hedges.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HedgeBudgetSpec {
+    pub ratio: f64,
+    pub capacity: f64,
 }
 
 /// One gateway layer in front of the server, with its own retry policy.

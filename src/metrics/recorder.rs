@@ -23,9 +23,17 @@ pub struct RunMetrics {
     pub server_calls: u64,
     /// Attempts that failed waiting for a client connection (never reached the server).
     pub pool_timeouts: u64,
+    /// Hedged requests: copies sent besides each call's first (DESIGN §4.10).
+    pub hedges: u64,
+    /// Calls whose winning answer came from a hedge, not from the first copy.
+    pub hedge_wins: u64,
+    /// Copies the client cancelled because another copy had decided the call.
+    pub cancelled: u64,
     pub completion_time_s: f64,
     pub latency_p50_s: f64,
     pub latency_p99_s: f64,
+    /// The 99.9th percentile, from the same histogram (hedging's tail, DESIGN §4.10).
+    pub latency_p999_s: f64,
     /// The exact maximum (not a histogram bucket edge).
     pub latency_max_s: f64,
     /// The exact minimum (0 when no operation ended).
@@ -197,6 +205,9 @@ pub struct RunRecorder {
     calls: u64,
     server_calls: u64,
     pool_timeouts: u64,
+    hedges: u64,
+    hedge_wins: u64,
+    cancelled: u64,
     last_end: Instant,
     latency_ns: Histogram<u64>,
     latency_max_ns: u64,
@@ -282,6 +293,9 @@ impl RunRecorder {
             calls: 0,
             server_calls: 0,
             pool_timeouts: 0,
+            hedges: 0,
+            hedge_wins: 0,
+            cancelled: 0,
             last_end: Instant::ZERO,
             latency_ns: latency.all,
             latency_max_ns: 0,
@@ -460,6 +474,24 @@ impl RunRecorder {
         self.series.gauge(g, now, value);
     }
 
+    /// A hedge (a copy besides the call's first) was sent.
+    #[inline]
+    pub fn hedge_sent(&mut self) {
+        self.hedges += 1;
+    }
+
+    /// A call succeeded with a hedge's answer.
+    #[inline]
+    pub fn hedge_won(&mut self) {
+        self.hedge_wins += 1;
+    }
+
+    /// The client cancelled a copy it no longer needed.
+    #[inline]
+    pub fn copy_cancelled(&mut self) {
+        self.cancelled += 1;
+    }
+
     /// From `now` on, the server serves `in_service` requests and `queued` wait.
     #[inline]
     pub fn levels(&mut self, now: Instant, in_service: u32, queued: usize) {
@@ -632,15 +664,15 @@ impl RunRecorder {
         self.series.finish();
         let q_ok = |p: f64| quantile_s(&self.latency_ok_ns, self.latency_ok_max_ns, p);
         let (p50_ok, p99_ok) = (q_ok(0.5), q_ok(0.99));
-        let (p50, p99) = if self.latency_ns.is_empty() {
+        let (p50, p99, p999) = if self.latency_ns.is_empty() {
             // No operation failed: every ended one is in `latency_ok_ns` (and its maximum is
             // the maximum of all), so the sum would be a copy of it.
-            (p50_ok.unwrap_or(0.0), p99_ok.unwrap_or(0.0))
+            (p50_ok.unwrap_or(0.0), p99_ok.unwrap_or(0.0), q_ok(0.999).unwrap_or(0.0))
         } else {
             // Cannot fail: both histograms auto-resize.
             let _ = self.latency_ns.add(&self.latency_ok_ns);
             let q = |p: f64| quantile_s(&self.latency_ns, self.latency_max_ns, p).unwrap_or(0.0);
-            (q(0.5), q(0.99))
+            (q(0.5), q(0.99), q(0.999))
         };
         let windows = self
             .windows
@@ -665,9 +697,13 @@ impl RunRecorder {
             calls: self.calls,
             server_calls: self.server_calls,
             pool_timeouts: self.pool_timeouts,
+            hedges: self.hedges,
+            hedge_wins: self.hedge_wins,
+            cancelled: self.cancelled,
             completion_time_s: self.last_end.as_secs_f64(),
             latency_p50_s: p50,
             latency_p99_s: p99,
+            latency_p999_s: p999,
             latency_max_s: self.latency_max_ns as f64 / NS_PER_S,
             latency_min_s: if self.ended == 0 { 0.0 } else { self.latency_min_ns as f64 / NS_PER_S },
             latency_mean_s: ratio(self.latency_sum_ns, self.ended) / NS_PER_S,

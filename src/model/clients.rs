@@ -444,6 +444,58 @@ impl Clients {
         self.gate.limit_total()
     }
 
+    /// A hedge of the operation in `slot` (a copy besides its first, DESIGN §4.10) wants to go
+    /// out at `now`: the controls have their say as on a retry (gRPC A6: hedges draw on the
+    /// retry throttle's tokens; a budget's or a breaker's refusal, or a client-side rate
+    /// limiter's wait, drops the hedge: it is not queued). `None`: not sent, the operation
+    /// goes on with the copies it has.
+    pub fn send_hedge(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Option<Attempt> {
+        if self.controls {
+            let op = self.ops.get(slot);
+            // A hedge is sent because the answer is late: the controls see it as a retry
+            // after a timeout.
+            let failed = FailedAttempt {
+                outcome: Outcome::Timeout,
+                attempt: op.attempts,
+                k: op.attempts,
+                retry_after: None,
+                started: op.started,
+                now,
+            };
+            let mut controls = self.gate.client(op.client, &mut op.last_cost);
+            if crate::policy::RetryPermission::permit_retry(&mut controls, &failed).is_err() {
+                return None;
+            }
+            let (client, attempts) = (op.client, op.attempts);
+            if !matches!(self.gate.admit(client, now, attempts + 1, false), Admit::Send) {
+                return None;
+            }
+        }
+        let op = self.ops.get(slot);
+        op.attempts += 1;
+        op.waiting = true;
+        if self.controls {
+            op.note_sent(now);
+        }
+        let gives_up_at = self.policy.gives_up_at(op.started, now);
+        rec.call_sent(now);
+        Some(Attempt { number: op.attempts, gives_up_at })
+    }
+
+    /// A copy of a hedged operation was answered with `outcome` at `now` (or abandoned at its
+    /// timeout): the controls learn it, as of any attempt.
+    pub fn hedge_answered(&mut self, slot: u32, outcome: Outcome, now: Instant, rec: &mut RunRecorder) {
+        if self.controls {
+            self.tell_gate(slot, outcome, now, rec);
+        }
+    }
+
+    /// Whether the operation in `slot` is past its deadline at `now`.
+    pub fn past_deadline(&mut self, slot: u32, now: Instant) -> bool {
+        let started = self.ops.get(slot).started;
+        self.policy.past_deadline(started, now)
+    }
+
     /// The operation in `slot` fails at `now` before its next attempt, for a reason found
     /// outside the clients (its bulkhead).
     pub fn fail_locally<const PLAIN: bool>(

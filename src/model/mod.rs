@@ -8,6 +8,7 @@ pub mod clients;
 pub mod connections;
 pub mod dist;
 pub mod gateway;
+pub mod hedges;
 pub mod network;
 pub mod occ_model;
 pub mod ops;
@@ -23,6 +24,7 @@ use crate::metrics::series::TimeSeries;
 use crate::metrics::{RunMetrics, Window};
 use crate::policy::bulkhead::BulkheadParams;
 use crate::policy::gate::{Gate, GateParams};
+use crate::policy::hedge::HedgeParams;
 use crate::policy::pool::PoolParams;
 use crate::policy::{DeadLetter, RetryPolicy};
 use clients::{Clients, Delivery};
@@ -108,6 +110,8 @@ pub struct RunParams {
     pub pool: Option<PoolParams>,
     /// The clients' bulkhead, if any.
     pub bulkhead: Option<BulkheadParams>,
+    /// The clients' hedging policy, if any (DESIGN §4.10).
+    pub hedge: Option<HedgeParams>,
     /// The windows measured on their own (`[output] windows`), in file order.
     pub windows: Vec<Window>,
 }
@@ -120,7 +124,7 @@ pub fn is_plain_run(params: RunParams) -> bool {
     let net = Network::new(&params.network, stream(0, Stream::Network));
     let server = server::Server::new(q, 0);
     let layers = !params.layers.is_empty();
-    let waits = params.pool.is_some() || params.bulkhead.is_some();
+    let waits = params.pool.is_some() || params.bulkhead.is_some() || params.hedge.is_some();
     queue_model::is_plain(&params.workload, &clients, &net, &server, layers, waits, &params.windows)
 }
 
@@ -143,7 +147,18 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
     let mut ws = Workspace::<C>::take();
     let clients = clients(&params, run_seed, ws.ops());
     let RunParams {
-        workload, network, server, horizon, bucket, keys, layers, pool, bulkhead, windows, ..
+        workload,
+        network,
+        server,
+        horizon,
+        bucket,
+        keys,
+        layers,
+        pool,
+        bulkhead,
+        hedge,
+        windows,
+        ..
     } = params;
     let net = Network::new(&network, stream(run_seed, Stream::Network));
     let horizon = crate::engine::Instant::ZERO + horizon;
@@ -160,6 +175,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
                 gateways,
                 connections: pool.map(|p| connections::Connections::new(p, workload.clients())),
                 bulkheads: bulkhead.map(|b| bulkheads::Bulkheads::new(b, workload.clients())),
+                hedges: hedge.map(|h| hedges::Hedges::new(h, workload.clients())),
                 run_seed,
                 horizon,
                 series,

@@ -36,10 +36,13 @@
 //! Any other run takes the copy compiled with `PLAIN = false`, which tests each feature. The
 //! two give the same results for a plain run; `tests/it/queue_equivalence.rs` checks it.
 
+mod hedging;
+
 use super::bulkheads::{Bulkheads, Entry};
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::connections::{self, Connections, Grant};
 use super::gateway::{self, Caller, Gateways, Step};
+use super::hedges::Hedges;
 use super::network::Network;
 use super::server::idempotency::{Completion, KeyMode, KeyTag};
 use super::server::workers::{self, Next};
@@ -96,6 +99,8 @@ pub enum Kind {
     /// The server's adaptive concurrency controller's timer `a` ([`Timer`] as a number)
     /// fires.
     LimitTimer,
+    /// Hedge timer number `b` of operation `a` ran out: its next copy goes out.
+    Hedge,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -211,6 +216,8 @@ struct QueueModel<const PLAIN: bool> {
     connections: Option<Connections>,
     /// The clients' bulkheads, if the strategy has one.
     bulkheads: Option<Bulkheads>,
+    /// The clients' hedged calls, if the strategy hedges.
+    hedges: Option<Hedges>,
 }
 
 /// What one run of the queue model is given besides the server's parameters. `queue` (empty) and
@@ -225,6 +232,7 @@ pub struct RunInputs<'a, Q> {
     pub gateways: Option<Gateways>,
     pub connections: Option<Connections>,
     pub bulkheads: Option<Bulkheads>,
+    pub hedges: Option<Hedges>,
     pub run_seed: u64,
     pub horizon: Instant,
     pub series: TimeSeries,
@@ -243,7 +251,7 @@ pub fn run<Q: EventQueue<Ev>>(
 ) -> (RunMetrics, Q, Leftovers) {
     let server = Server::new(server, inputs.run_seed);
     let layers = inputs.gateways.is_some();
-    let waits = inputs.connections.is_some() || inputs.bulkheads.is_some();
+    let waits = inputs.connections.is_some() || inputs.bulkheads.is_some() || inputs.hedges.is_some();
     if plain_copy
         && is_plain(inputs.workload, &inputs.clients, &inputs.net, &server, layers, waits, inputs.windows)
     {
@@ -285,6 +293,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         gateways,
         connections,
         bulkheads,
+        hedges,
         run_seed,
         horizon,
         series,
@@ -312,6 +321,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         gateways,
         connections,
         bulkheads,
+        hedges,
     };
     if !PLAIN {
         model.limits_start(&mut sched);
@@ -380,7 +390,8 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             | Kind::PoolWait
             | Kind::Released
             | Kind::Redrive
-            | Kind::BulkheadWait => self.clients.ops.prefetch(next.a),
+            | Kind::BulkheadWait
+            | Kind::Hedge => self.clients.ops.prefetch(next.a),
             Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
             _ => {}
         }
@@ -432,7 +443,9 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             }
             Kind::Timeout => {
                 let (op, attempt) = (a, b);
-                if self.clients.is_waiting(op, attempt) {
+                if self.has_hedging() {
+                    self.copy_timed_out(op, attempt, s);
+                } else if self.clients.is_waiting(op, attempt) {
                     let waited = self.has_pool() && self.pool_gave_up(op, attempt, s);
                     self.timed_out(op, waited, s);
                 }
@@ -467,6 +480,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                 self.server_limit_moved(s);
             }
             Kind::Redrive => self.redrive(a, s),
+            Kind::Hedge => self.hedge_timer(a, b, s),
             Kind::LayerSend => {
                 self.layer_send(a, s);
                 self.layer_release(a);
@@ -510,6 +524,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// The operation sends its next attempt now (if the gate lets it): timeout timer, then
     /// (once the pool, if any, grants it a connection) the request hop.
     fn send<Q: EventQueue<Ev>>(&mut self, op: u32, s: &mut Scheduler<Ev, Q>) {
+        if self.has_hedging() {
+            return self.send_first_copy(op, s);
+        }
         let attempt = match self.clients.send::<PLAIN>(op, s.now(), &mut self.rec) {
             Sent::Attempt(a) => a,
             Sent::Wait(wait) => return s.schedule_in(wait, Ev::send(op)),
@@ -768,6 +785,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// goes back (and to the requests parked on its idempotency key), and the next waiting
     /// request starts.
     fn done<Q: EventQueue<Ev>>(&mut self, worker: u32, s: &mut Scheduler<Ev, Q>) {
+        if self.has_hedging() && self.reaped(worker) {
+            return;
+        }
         let now = s.now();
         let (req, started, completion) = self.server.done::<PLAIN>(worker, now);
         if completion == Completion::Applied {
@@ -904,6 +924,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// ignored.
     #[inline(always)]
     fn answer<Q: EventQueue<Ev>>(&mut self, op: u32, attempt: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
+        if self.has_hedging() {
+            return self.copy_answered(op, attempt, reply, s);
+        }
         if !self.clients.is_waiting(op, attempt) {
             return;
         }
@@ -958,6 +981,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     ) {
         if self.has_gateways() {
             return self.layer_receive(op, Caller::Client { attempt }, 0, s);
+        }
+        if self.has_hedging() && self.cancelled_on_the_way(op, attempt) {
+            return;
         }
         self.arrive(op, attempt, gives_up_at, s)
     }

@@ -9,6 +9,7 @@ pub mod bulkhead;
 pub mod dead_letter;
 pub mod decision;
 pub mod gate;
+pub mod hedge;
 pub mod limit;
 pub mod pool;
 pub mod retry_after;

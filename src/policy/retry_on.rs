@@ -44,6 +44,11 @@ impl RetryOn {
         RetryOn { statuses: [0; 4], timeout: false, connection_error: false }
     }
 
+    /// Every failure: every status 400..=599, timeouts and connection errors.
+    pub fn all_failures() -> RetryOn {
+        RetryOn { statuses: [u64::MAX; 4], timeout: true, connection_error: true }
+    }
+
     /// Exactly these failures: statuses (400..=599; others are ignored), timeouts and
     /// connection errors.
     pub fn of(failures: impl IntoIterator<Item = Outcome>) -> RetryOn {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// DESIGN §5's metric columns, in order.
-const METRICS: [&str; 45] = [
+const METRICS: [&str; 49] = [
     "ops",
     "succeeded",
     "failed",
@@ -28,9 +28,13 @@ const METRICS: [&str; 45] = [
     "server_calls",
     "server_amplification",
     "pool_timeouts",
+    "hedges",
+    "hedge_wins",
+    "cancelled",
     "completion_time_s",
     "latency_p50_s",
     "latency_p99_s",
+    "latency_p999_s",
     "latency_max_s",
     "latency_min_s",
     "latency_mean_s",

@@ -22,6 +22,7 @@ mod disciplines;
 mod docs;
 mod eta;
 mod fit;
+mod hedging;
 mod layers;
 mod limits;
 mod memory;

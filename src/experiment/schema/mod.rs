@@ -954,6 +954,8 @@ macro_rules! policy_fields {
                 .rules("queue server only"),
             f("limit", Ty::Tagged(&CONCURRENCY_LIMIT), Absent("no limit"), "an adaptive concurrency limit (Netflix concurrency-limits: aimd, vegas, gradient2): an attempt over the limit is rejected locally (failed_limited)")
                 .rules("queue server only"),
+            f("hedge", Ty::Table(&HEDGE), Absent("no hedging: one copy of each attempt"), "hedged requests: more copies of a call before its answer, the first good answer wins and the others are cancelled (gRPC A6 hedgingPolicy; presets polly and envoy)")
+                .rules("queue server only; max_attempts = 1 (hedging replaces retrying, as gRPC allows only one of retryPolicy and hedgingPolicy); not with layers, pool, dead_letter, limit or a queue workload"),
             f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
             f("dead_letter", Ty::Table(&DEAD_LETTER), Absent("none: an operation whose tries are used up fails (failed_exhausted)"), "a dead-letter queue: an operation whose tries are used up is dead-lettered (dead_lettered) instead of failed")
                 .rules("queue server only"),
@@ -1443,6 +1445,37 @@ pub static POOL: Table = Table {
             "opening a connection (connections open on demand, and again after a close) before the request is sent on it",
         ),
         scope(),
+    ],
+};
+
+pub static HEDGE: Table = Table {
+    partial: false,
+    fields: &[
+        f("preset", Ty::Choice(&["polly", "envoy"]), Absent("gRPC A6: the keys below"), "polly: Polly v8's latency mode (2 copies, the second after 2 s or at once on a handled failure, every failure handled); envoy: Envoy's hedge_on_per_try_timeout (2 copies, the second when the first's per-try timeout fires, the first still waited for)"),
+        f("max_attempts", Ty::Int { min: 2, max: 5 }, Absent("required; 2 with preset polly or envoy"), "copies of a call, the first included (gRPC maxAttempts, 2 to 5: its client caps it at 5)"),
+        f("delay", Ty::Str, Absent("\"0s\" (gRPC: every copy at once); \"2s\" with preset polly; none with envoy"), "when the next copy goes out without an answer: a duration (0 = all at once), or \"pNN\", the NN-th percentile (0 < NN < 100) of the client's own latency over the last `window` (tower's hedge)"),
+        f("non_fatal", Ty::List(&Ty::StatusOrFailure), Absent("none (gRPC); every failure with preset polly; 5xx and connection-error with envoy"), "failures after which the next copy goes out at once; any other failure cancels the copies and fails the call (gRPC nonFatalStatusCodes)"),
+        f("hedge_on_per_try_timeout", Ty::Bool, Absent("false; true with preset envoy"), "when a copy's `timeout` fires, send the next copy and keep waiting for the late one (Envoy); else the late copy is abandoned as a timeout")
+            .rules("needs timeout"),
+        f("window", Ty::Duration, Value("\"10s\""), "the rotation period of the latency histogram a percentile delay reads (tower's period; retrysim's default)")
+            .range(POSITIVE)
+            .message("must be > 0: the period the latency percentile is taken over, e.g. \"10s\""),
+        f("min_samples", U32, Value("100"), "latencies the last window must hold before a percentile delay hedges anything (tower's min_data_points; retrysim's default)"),
+        f("budget", Ty::Table(&HEDGE_BUDGET), Absent("no budget: every copy is sent"), "a token bucket bounding the extra copies (Brooker: about 5 %): each call deposits `ratio` tokens, each hedge takes one"),
+        f("cancel_in_service", Ty::Bool, Value("false"), "a cancelled copy a worker is serving is stopped at once (its effect does not happen); else it finishes (queued copies are always removed)"),
+        scope(),
+    ],
+};
+
+pub static HEDGE_BUDGET: Table = Table {
+    partial: false,
+    fields: &[
+        f("ratio", Ty::Num, Value("0.05"), "tokens each call deposits: the long-run bound on hedges per call (Brooker, 2023: about 5 %)")
+            .range(Range::AboveUpTo(0.0, 1.0))
+            .message("{v} is not a share of calls: set ratio in (0, 1], e.g. 0.05"),
+        f("capacity", Ty::Num, Value("5.0"), "tokens at the start and the most the bucket holds; a hedge needs more than one (the bucket of Brooker's simulator: 5)")
+            .range(Range::Above(1.0))
+            .message("{v} tokens would never allow a hedge (a hedge needs more than 1): set capacity > 1, e.g. 5.0"),
     ],
 };
 

@@ -310,7 +310,15 @@ backoff = { kind = "constant", base = "1ms" }
     .replace("bulkhead = { max_in_flight = 2, max_wait = \"5ms\", scope = \"client\" }\n", "");
     assert!(queue.contains("kind = \"queue\""), "test bug: the closed workload was not replaced");
     load_str(&queue, "queue.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}");
+    // A hedge needs the queue server, no pool and max_attempts = 1 (hedging replaces retrying).
+    let hedged = closed.replace("[server]\nkind = \"occ\"\n", service).replace(
+        "name = \"c\"\n",
+        "name = \"c\"\nmax_attempts = 1\ntimeout = \"1s\"\nhedge = { preset = \"polly\", max_attempts = 3, delay = \"p99.9\", \
+         non_fatal = [503, \"timeout\"], hedge_on_per_try_timeout = true, window = \"5s\", min_samples = 10, \
+         budget = { ratio = 0.05, capacity = 5.0 }, cancel_in_service = true, scope = \"shared\" }\n",
+    );
+    load_str(&hedged, "hedged.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;

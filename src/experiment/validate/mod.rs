@@ -3,6 +3,8 @@
 //! reason"). Types and ranges of single keys are in `super::schema`. Each error names the full
 //! key as `--set` would address it and says how to fix it.
 
+mod hedge;
+
 use super::ConfigError;
 use super::IdempotencyMode;
 use super::duration::Duration;
@@ -284,6 +286,7 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("redrive", p.redrive.is_some(), "a re-drive"),
             ("bulkhead", p.bulkhead.is_some(), "a bulkhead"),
             ("limit", p.limit.is_some(), "a concurrency limit"),
+            ("hedge", p.hedge.is_some(), "hedged requests"),
         ];
         for (k, present, what) in unsupported {
             if present {
@@ -363,6 +366,7 @@ fn strategies(spec: &ExperimentSpec) -> Check {
         }
         pool(spec, s, &key)?;
         bulkhead(spec, s, &key)?;
+        hedge::hedge(spec, s, &key)?;
         limit(s, &key)?;
     }
     Ok(())

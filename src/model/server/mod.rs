@@ -178,6 +178,17 @@ impl Admission {
     }
 }
 
+/// What a cancellation found ([`Server::cancel`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Cancelled {
+    /// The request was waiting in the queue: removed.
+    Removed(Request),
+    /// A worker was serving it since the instant given: stopped, the worker free.
+    Stopped(Request, Instant),
+    /// The server does not hold it in the queue or (when stopping is asked) in service.
+    NotHeld,
+}
+
 /// What became of an arriving request. `Answered` and `Silenced` turn it away (the time
 /// series' `rejected`); the others take it in (`accepted`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -519,6 +530,30 @@ impl Server {
     #[inline]
     pub fn levels(&self) -> (u32, usize) {
         self.workers.levels()
+    }
+
+    /// The client cancels attempt `attempt` of `op` at `now` (a hedge that lost, DESIGN §4.10):
+    /// a queued request is removed; one in service is stopped if `in_service` (its worker is
+    /// free at once, its effect does not happen), else it finishes. Its key's lock, if any,
+    /// is released as for a dropped request.
+    #[inline(never)]
+    pub fn cancel(&mut self, op: u32, attempt: u32, in_service: bool, now: Instant) -> Cancelled {
+        if let Some(req) = self.workers.remove_waiting(op, attempt) {
+            self.abandon(&req, now);
+            return Cancelled::Removed(req);
+        }
+        if in_service && let Some((req, started)) = self.workers.stop_serving(op, attempt) {
+            self.abandon(&req, now);
+            return Cancelled::Stopped(req, started);
+        }
+        Cancelled::NotHeld
+    }
+
+    /// The `Done` event of `worker` fired for a request that was stopped
+    /// ([`Server::cancel`]): `true`, and the event means nothing more.
+    #[inline(never)]
+    pub fn reap_stopped(&mut self, worker: u32) -> bool {
+        self.workers.reap(worker)
     }
 
     /// The request a worker is serving (for prefetching its operation).

@@ -40,6 +40,9 @@ pub const SHED_STATUS: u16 = 503;
 struct InService {
     req: Request,
     started: Instant,
+    /// Its client cancelled it and the worker was given back at once (a hedge's
+    /// `cancel_in_service`): its `Done` event, still pending, frees the slot and nothing else.
+    stopped: bool,
 }
 
 pub struct Workers {
@@ -71,7 +74,10 @@ impl Workers {
             drop_expired: params.drop_expired,
             busy: 0,
             waiting: VecDeque::new(),
-            serving: vec![InService { req: idle_req, started: Instant::ZERO }; params.concurrency as usize],
+            serving: vec![
+                InService { req: idle_req, started: Instant::ZERO, stopped: false };
+                params.concurrency as usize
+            ],
             // Popped from the back: worker 0 first.
             idle: (0..params.concurrency).rev().collect(),
             rng,
@@ -108,7 +114,7 @@ impl Workers {
     /// Worker `worker` finished: its request and when it started.
     #[inline]
     pub fn done(&mut self, worker: u32) -> (Request, Instant) {
-        let InService { req, started } = self.serving[worker as usize];
+        let InService { req, started, .. } = self.serving[worker as usize];
         self.busy -= 1;
         self.idle.push(worker);
         (req, started)
@@ -174,12 +180,63 @@ impl Workers {
     fn start(&mut self, req: Request, now: Instant, slowdown: f64) -> (u32, Span) {
         let worker = self.idle.pop().expect("busy < capacity <= concurrency, so a worker is idle");
         self.busy += 1;
-        self.serving[worker as usize] = InService { req, started: now };
+        self.serving[worker as usize] = InService { req, started: now, stopped: false };
         let mut service = self.service.sample(&mut self.rng);
         if slowdown != 1.0 {
             service = service.mul_f64(slowdown);
         }
         (worker, service)
+    }
+}
+
+/// Cancellation by the client (hedged requests, DESIGN §4.10). Out of line and never called in
+/// a run without hedging.
+impl Workers {
+    /// Removes the waiting request of attempt `attempt` of `op`, if it is queued.
+    #[inline(never)]
+    pub fn remove_waiting(&mut self, op: u32, attempt: u32) -> Option<Request> {
+        let i = self.waiting.iter().position(|(r, _)| r.op == op && r.attempt == attempt)?;
+        self.waiting.remove(i).map(|(r, _)| r)
+    }
+
+    /// Stops serving attempt `attempt` of `op`, if a worker serves it: the worker is free at
+    /// once (another slot stands in for it until its pending `Done` event, [`Workers::reap`]).
+    /// Returns the request and when its service started.
+    #[inline(never)]
+    pub fn stop_serving(&mut self, op: u32, attempt: u32) -> Option<(Request, Instant)> {
+        let busy: Vec<u32> = {
+            let mut busy = vec![true; self.serving.len()];
+            for &w in &self.idle {
+                busy[w as usize] = false;
+            }
+            (0..self.serving.len() as u32).filter(|&w| busy[w as usize]).collect()
+        };
+        let worker = busy.into_iter().find(|&w| {
+            let s = &self.serving[w as usize];
+            !s.stopped && s.req.op == op && s.req.attempt == attempt
+        })?;
+        let s = &mut self.serving[worker as usize];
+        s.stopped = true;
+        let (req, started) = (s.req, s.started);
+        self.busy -= 1;
+        // A fresh slot takes the stopped worker's place among the idle ones.
+        let idle_req = Request::new(0, 0, Instant::ZERO);
+        self.serving.push(InService { req: idle_req, started: Instant::ZERO, stopped: false });
+        self.idle.push((self.serving.len() - 1) as u32);
+        Some((req, started))
+    }
+
+    /// The `Done` event of `worker` fired: whether its request had been stopped (then the event
+    /// means nothing more; the slot becomes idle, spare).
+    #[inline(never)]
+    pub fn reap(&mut self, worker: u32) -> bool {
+        let s = &mut self.serving[worker as usize];
+        if !s.stopped {
+            return false;
+        }
+        s.stopped = false;
+        self.idle.push(worker);
+        true
     }
 }
 

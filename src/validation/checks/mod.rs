@@ -19,12 +19,14 @@
 //! | [`osdi`] (`osdi.rs`) | the OSDI '22 retry experiment's four outcomes, through the connection pool |
 //! | [`rate_limits`] (`rate_limits.rs`) | the server's rate limiters: admitted rate under overload, the fixed window's boundary herd |
 //! | [`adaptive_limits`] (`adaptive_limits.rs`) | Envoy's adaptive concurrency filter: the limit's growth by calculateNewLimit |
+//! | [`hedging`] (`hedging.rs`) | hedged requests with a fixed delay: hedges per call and mean latency against `min(X1, d + X2)` |
 
 pub mod adaptive_limits;
 pub mod aws;
 pub mod brooker;
 pub mod brooker_collapse;
 mod controls;
+pub mod hedging;
 pub mod osdi;
 mod parameters;
 mod queueing;
@@ -233,6 +235,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: adaptive_limits::METHOD,
         series: true,
         evaluate: adaptive_limits::evaluate,
+    },
+    CheckDef {
+        id: "hedging",
+        title: "Hedged requests: the minimum of the delayed copies",
+        method: hedging::METHOD,
+        series: false,
+        evaluate: hedging::evaluate,
     },
 ];
 

@@ -1,0 +1,66 @@
+//! The rules of `hedge` (DESIGN §4.10) between keys.
+
+use super::{Check, fail};
+use crate::experiment::{ExperimentSpec, HedgePreset, Strategy, WorkloadSpec};
+
+/// A hedged strategy's rules: a readable delay, `max_attempts` given (A6 requires it) unless a
+/// preset sets it, no retries besides the copies (gRPC allows only one of retryPolicy and
+/// hedgingPolicy), a per-try timeout for Envoy's hedge on it, and none of the features whose
+/// interplay with several copies in flight is not modelled.
+pub(super) fn hedge(spec: &ExperimentSpec, s: &Strategy, key: &str) -> Check {
+    let Some(h) = &s.policy.hedge else { return Ok(()) };
+    let hkey = format!("{key}.hedge");
+    if let Err(reason) = h.parsed_delay() {
+        fail(format!("{hkey}.delay"), reason)?;
+    }
+    if h.preset.is_none() && h.max_attempts.is_none() {
+        fail(
+            format!("{hkey}.max_attempts"),
+            "is required without a preset (gRPC's maxAttempts has no default): set it between 2 and 5, \
+             or use preset = \"polly\" or \"envoy\"",
+        )?;
+    }
+    if s.policy.max_attempts != Some(1) {
+        let now = s.policy.max_attempts.map_or("unlimited".to_owned(), |n| n.to_string());
+        fail(
+            format!("{key}.max_attempts"),
+            format!(
+                "is {now} with hedge: hedging replaces retrying (gRPC allows only one of retryPolicy and \
+                 hedgingPolicy per method); set max_attempts = 1 in this strategy, and the copies with \
+                 hedge.max_attempts"
+            ),
+        )?;
+    }
+    let on_timeout = h.hedge_on_per_try_timeout.unwrap_or(h.preset == Some(HedgePreset::Envoy));
+    if on_timeout && s.policy.timeout.is_none() {
+        fail(
+            format!("{key}.timeout"),
+            "is needed by hedge_on_per_try_timeout (preset envoy): the next copy goes out when a copy's \
+             per-try timeout fires; set timeout, e.g. \"100ms\"",
+        )?;
+    }
+    let unsupported = [
+        ("layers", !s.policy.layers.is_empty(), "gateway layers"),
+        ("pool", s.policy.pool.is_some(), "a connection pool"),
+        ("dead_letter", s.policy.dead_letter.is_some(), "a dead-letter queue"),
+        ("limit", s.policy.limit.is_some(), "a concurrency limit"),
+    ];
+    for (k, present, what) in unsupported {
+        if present {
+            fail(
+                hkey.clone(),
+                format!(
+                    "with {what} is not modelled (several copies of a call in flight); remove hedge or {k}"
+                ),
+            )?;
+        }
+    }
+    if matches!(spec.workload, WorkloadSpec::Queue { .. }) {
+        fail(
+            hkey,
+            "with a queue workload is not modelled (the queue, not a caller, delivers a message again); \
+             remove hedge or use an open or closed workload",
+        )?;
+    }
+    Ok(())
+}
