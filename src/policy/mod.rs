@@ -3,12 +3,14 @@
 //! import no file-format types (conversion lives in `crate::assembly`).
 
 pub mod backoff;
+pub mod balancer;
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
 pub mod dead_letter;
 pub mod decision;
 pub mod gate;
+pub mod outlier;
 pub mod pool;
 pub mod retry_after;
 pub mod retry_on;
