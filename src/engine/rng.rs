@@ -34,6 +34,8 @@ pub enum Stream {
     Controls = 6,
     /// The gateway layers' jitter (`layers`).
     Gateways = 7,
+    /// The load balancer's draws and the outlier detector's enforcement (`replicas`).
+    Balancer = 8,
 }
 
 /// The SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

@@ -46,10 +46,9 @@ pub struct OutlierParams {
     pub enforcing_success_rate: u32,
 }
 
-impl Default for OutlierParams {
+impl OutlierParams {
     /// Envoy's defaults (`outlier_detection.proto`).
-    fn default() -> OutlierParams {
-        OutlierParams {
+    pub const ENVOY: OutlierParams = OutlierParams {
             consecutive_5xx: 5,
             enforcing_consecutive_5xx: 100,
             interval: Span::from_secs(10),
@@ -61,7 +60,12 @@ impl Default for OutlierParams {
             success_rate_request_volume: 100,
             success_rate_stdev_factor: 1900,
             enforcing_success_rate: 100,
-        }
+    };
+}
+
+impl Default for OutlierParams {
+    fn default() -> OutlierParams {
+        OutlierParams::ENVOY
     }
 }
 
