@@ -196,7 +196,13 @@ fn capacity_at(q: &QueueServerSpec, t_s: f64, full_load: bool, service_s: f64) -
 }
 
 /// [`capacity_at`] of replica `r` alone, with the faults that strike it.
-fn replica_capacity_at(q: &QueueServerSpec, r: u32, t_s: f64, full_load: bool, service_s: f64) -> (f64, bool) {
+fn replica_capacity_at(
+    q: &QueueServerSpec,
+    r: u32,
+    t_s: f64,
+    full_load: bool,
+    service_s: f64,
+) -> (f64, bool) {
     let active = || {
         q.faults.iter().filter(move |f| {
             let (start, duration) = f.window();

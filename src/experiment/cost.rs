@@ -197,7 +197,11 @@ fn point(p: &Point, threads: usize) -> Cost {
                 })
                 .fold((0.0, 1.0), |a, b| if b.0 > a.0 { b } else { a });
             let key = if q.queue.is_none() { "server.queue" } else { "server.concurrency" };
-            (q.concurrency as f64 * q.replicas as f64 * PER_WORKER + queued * (PER_QUEUED + PER_OP / attempts), key)
+            (
+                q.concurrency as f64 * q.replicas as f64 * PER_WORKER
+                    + queued * (PER_QUEUED + PER_OP / attempts),
+                key,
+            )
         }
         ServerSpec::Occ {} => (0.0, ""),
     };

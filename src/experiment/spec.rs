@@ -305,9 +305,21 @@ pub enum FaultSpec {
         retry_after: Option<Duration>,
     },
     /// `factor` x concurrency workers are available.
-    Capacity { start: Duration, duration: Duration, replica: Option<u32>, replica_share: Option<f64>, factor: f64 },
+    Capacity {
+        start: Duration,
+        duration: Duration,
+        replica: Option<u32>,
+        replica_share: Option<f64>,
+        factor: f64,
+    },
     /// Service times are multiplied by `factor`.
-    Slowdown { start: Duration, duration: Duration, replica: Option<u32>, replica_share: Option<f64>, factor: f64 },
+    Slowdown {
+        start: Duration,
+        duration: Duration,
+        replica: Option<u32>,
+        replica_share: Option<f64>,
+        factor: f64,
+    },
     /// A request is answered `status` with `probability` instead of being served.
     Errors {
         start: Duration,

@@ -519,7 +519,11 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// Replica `r` (the server itself for 0).
     #[inline(always)]
     fn replica(&self, r: u32) -> &Server {
-        if PLAIN || r == 0 { &self.server } else { &self.replicas.as_ref().expect("replica > 0").others[r as usize - 1] }
+        if PLAIN || r == 0 {
+            &self.server
+        } else {
+            &self.replicas.as_ref().expect("replica > 0").others[r as usize - 1]
+        }
     }
 
     #[inline(always)]
@@ -753,7 +757,13 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
 
     /// What replica `r`'s admission pipeline did with `req`, recorded and followed up.
     #[inline(always)]
-    fn admitted<Q: EventQueue<Ev>>(&mut self, req: Request, arrival: Arrival, r: u32, s: &mut Scheduler<Ev, Q>) {
+    fn admitted<Q: EventQueue<Ev>>(
+        &mut self,
+        req: Request,
+        arrival: Arrival,
+        r: u32,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
         let now = s.now();
         if !PLAIN
             && !matches!(arrival, Arrival::Queued | Arrival::Delayed(_))
@@ -908,7 +918,13 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                 Next::Shed(req) => {
                     let reply = Reply::of(Outcome::Status(workers::SHED_STATUS));
                     if self.has_replicas() {
-                        self.replicas.as_mut().expect("checked").left(r, req.op, req.attempt, Some(reply), now);
+                        self.replicas.as_mut().expect("checked").left(
+                            r,
+                            req.op,
+                            req.attempt,
+                            Some(reply),
+                            now,
+                        );
                     }
                     self.respond(req, reply, s)
                 }

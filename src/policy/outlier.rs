@@ -49,17 +49,17 @@ pub struct OutlierParams {
 impl OutlierParams {
     /// Envoy's defaults (`outlier_detection.proto`).
     pub const ENVOY: OutlierParams = OutlierParams {
-            consecutive_5xx: 5,
-            enforcing_consecutive_5xx: 100,
-            interval: Span::from_secs(10),
-            base_ejection_time: Span::from_secs(30),
-            max_ejection_time: Span::from_secs(300),
-            max_ejection_percent: 10,
-            always_eject_one_host: false,
-            success_rate_minimum_hosts: 5,
-            success_rate_request_volume: 100,
-            success_rate_stdev_factor: 1900,
-            enforcing_success_rate: 100,
+        consecutive_5xx: 5,
+        enforcing_consecutive_5xx: 100,
+        interval: Span::from_secs(10),
+        base_ejection_time: Span::from_secs(30),
+        max_ejection_time: Span::from_secs(300),
+        max_ejection_percent: 10,
+        always_eject_one_host: false,
+        success_rate_minimum_hosts: 5,
+        success_rate_request_volume: 100,
+        success_rate_stdev_factor: 1900,
+        enforcing_success_rate: 100,
     };
 }
 
@@ -147,7 +147,8 @@ impl Detector {
         for m in &mut self.hosts {
             if m.ejected {
                 let wait = Span::from_ns(
-                    (p.base_ejection_time.as_ns().saturating_mul(m.backoff as u64)).min(p.max_ejection_time.as_ns()),
+                    (p.base_ejection_time.as_ns().saturating_mul(m.backoff as u64))
+                        .min(p.max_ejection_time.as_ns()),
                 );
                 if wait <= now.since(m.last_ejection) {
                     m.ejected = false;
@@ -204,7 +205,8 @@ impl Detector {
     fn eject<R: Rng + ?Sized>(&mut self, host: u32, enforcing: u32, now: Instant, rng: &mut R) -> bool {
         let p = self.params;
         let share = 100.0 * (self.ejected + 1) as f64 / self.hosts.len() as f64;
-        let allowed = share <= p.max_ejection_percent.min(100) as f64 || (p.always_eject_one_host && self.ejected == 0);
+        let allowed =
+            share <= p.max_ejection_percent.min(100) as f64 || (p.always_eject_one_host && self.ejected == 0);
         if !allowed || !(enforcing >= 100 || u01(rng) * 100.0 < enforcing as f64) {
             return false;
         }
@@ -212,7 +214,9 @@ impl Detector {
         m.ejected = true;
         m.ejections += 1;
         m.last_ejection = now;
-        if (m.backoff as u64) * p.base_ejection_time.as_ns() < p.max_ejection_time.as_ns() + p.base_ejection_time.as_ns() {
+        if (m.backoff as u64) * p.base_ejection_time.as_ns()
+            < p.max_ejection_time.as_ns() + p.base_ejection_time.as_ns()
+        {
             m.backoff += 1;
         }
         self.ejected += 1;
@@ -314,7 +318,8 @@ mod tests {
         for _ in 0..20 {
             assert!(!d.answer(1, true, s(1.0), &mut rng));
         }
-        let mut d = Detector::new(OutlierParams { always_eject_one_host: true, ..OutlierParams::default() }, 3);
+        let mut d =
+            Detector::new(OutlierParams { always_eject_one_host: true, ..OutlierParams::default() }, 3);
         for _ in 0..5 {
             d.answer(1, true, s(1.0), &mut rng);
         }

@@ -92,7 +92,11 @@ fn one_of_two_failing_with_retry_other_replica() {
     assert_share("one retry, default re-pick", m.succeeded as f64 / m.ops as f64, 0.875, m.ops);
     let m = one(
         &text,
-        &["client.max_attempts=2".into(), other.clone(), "client.host_selection_retry_max_attempts=60".into()],
+        &[
+            "client.max_attempts=2".into(),
+            other.clone(),
+            "client.host_selection_retry_max_attempts=60".into(),
+        ],
     );
     assert_eq!(m.succeeded, m.ops, "exactly 100 % after one retry");
     // Round robin: two consecutive picks over two replicas always differ, so the re-pick
@@ -165,16 +169,23 @@ backoff = { kind = "none" }
 "#;
     let t2: f64 = (1..25).map(|i| 0.9f64.powi((1 << i) - 2)).sum();
     assert!((t2 - 2.614).abs() < 5e-4, "{t2}");
-    let mean_in_service_times = |ms: &[RunMetrics]| -> Vec<f64> { ms.iter().map(|m| m.latency_mean_s / 0.010).collect() };
+    let mean_in_service_times =
+        |ms: &[RunMetrics]| -> Vec<f64> { ms.iter().map(|m| m.latency_mean_s / 0.010).collect() };
     let p2c = mean_in_service_times(&runs(text, &[], 2));
     for t in &p2c {
-        assert!(*t >= t2 - 0.01 && *t <= t2 * 1.06, "least-request, 2 choices: {t:.3} service times, T_2 = {t2:.3}");
+        assert!(
+            *t >= t2 - 0.01 && *t <= t2 * 1.06,
+            "least-request, 2 choices: {t:.3} service times, T_2 = {t2:.3}"
+        );
     }
     let random = mean_in_service_times(&runs(text, &["server.balancer=\"random\"".into()], 4));
     let mean = random.iter().sum::<f64>() / random.len() as f64;
     let sd = (random.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (random.len() - 1) as f64).sqrt();
     let se = sd / (random.len() as f64).sqrt();
-    assert!((mean - 10.0).abs() <= 4.0 * se.max(0.05), "random: {mean:.3} +- {se:.3} service times, expected 10");
+    assert!(
+        (mean - 10.0).abs() <= 4.0 * se.max(0.05),
+        "random: {mean:.3} +- {se:.3} service times, expected 10"
+    );
     assert!(mean > 3.0 * p2c[0], "two choices are far better than one");
 }
 
@@ -221,7 +232,8 @@ backoff = { kind = "none" }
     // Requests 0, 1, 2, ... go to replicas 0, 1, 2, ... in turn: 3, 13, ... fail.
     assert_eq!(without.failed, (0..9_999).filter(|i| i % 10 == 3).count() as u64);
     // Three replicas: ejecting one would be 33 % > max_ejection_percent 10 %: nothing is ejected.
-    let three = one(&text.replace("replicas = 10", "replicas = 3").replace("replica = 3", "replica = 2"), &[]);
+    let three =
+        one(&text.replace("replicas = 10", "replicas = 3").replace("replica = 3", "replica = 2"), &[]);
     assert_eq!(three.failed, (0..9_999).filter(|i| i % 3 == 2).count() as u64);
 }
 
@@ -257,7 +269,12 @@ backoff = { kind = "none" }
 "#;
     let ewma = one(text, &[]);
     let rr = one(text, &["server.balancer=\"round-robin\"".into()]);
-    assert!(ewma.latency_mean_s < 0.5 * rr.latency_mean_s, "{} vs {}", ewma.latency_mean_s, rr.latency_mean_s);
+    assert!(
+        ewma.latency_mean_s < 0.5 * rr.latency_mean_s,
+        "{} vs {}",
+        ewma.latency_mean_s,
+        rr.latency_mean_s
+    );
 }
 
 /// DESIGN §2 with replicas, every balancer, the detector and `retry_other_replica`: the same

@@ -701,9 +701,19 @@ pub const EWMA_DEFAULT_RTT: Span = Span::from_millis(30);
 pub static EWMA: Table = Table {
     partial: false,
     fields: &[
-        f("decay", Ty::Duration, Duration(EWMA_DECAY, "s"), "how fast a latency estimate forgets (linkerd: 10 s)")
-            .range(POSITIVE),
-        f("default_rtt", Ty::Duration, Duration(EWMA_DEFAULT_RTT, "ms"), "a replica's estimate before it answers (linkerd: 30 ms)"),
+        f(
+            "decay",
+            Ty::Duration,
+            Duration(EWMA_DECAY, "s"),
+            "how fast a latency estimate forgets (linkerd: 10 s)",
+        )
+        .range(POSITIVE),
+        f(
+            "default_rtt",
+            Ty::Duration,
+            Duration(EWMA_DEFAULT_RTT, "ms"),
+            "a replica's estimate before it answers (linkerd: 30 ms)",
+        ),
     ],
 };
 
@@ -714,19 +724,75 @@ const OUTLIER_DEFAULTS: OutlierParams = OutlierParams::ENVOY;
 pub static OUTLIER: Table = Table {
     partial: false,
     fields: &[
-        f("consecutive_5xx", U32, Int(OUTLIER_DEFAULTS.consecutive_5xx as u64), "5xx answers in a row (a timeout or connection error counts as one) that eject a replica; 0 = off"),
-        f("enforcing_consecutive_5xx", Ty::Int { min: 0, max: 100 }, Int(OUTLIER_DEFAULTS.enforcing_consecutive_5xx as u64), "percent chance a consecutive-5xx detection ejects"),
-        f("interval", Ty::Duration, Duration(OUTLIER_DEFAULTS.interval, "s"), "period of the ejection sweep: success-rate checks and returns from ejection")
-            .range(POSITIVE),
-        f("base_ejection_time", Ty::Duration, Duration(OUTLIER_DEFAULTS.base_ejection_time, "s"), "an ejection lasts this x the replica's ejection count (decremented while it stays healthy)")
-            .range(POSITIVE),
-        f("max_ejection_time", Ty::Duration, Duration(OUTLIER_DEFAULTS.max_ejection_time, "s"), "the longest ejection").rules(">= base_ejection_time"),
-        f("max_ejection_percent", Ty::Int { min: 0, max: 100 }, Int(OUTLIER_DEFAULTS.max_ejection_percent as u64), "most replicas ejected at once, in percent (with 10 %, fewer than 10 replicas are never ejected)"),
-        f("always_eject_one_host", Ty::Bool, Value("false"), "eject one replica even when that exceeds max_ejection_percent (Envoy's default before 1.27)"),
-        f("success_rate_minimum_hosts", U32, Int(OUTLIER_DEFAULTS.success_rate_minimum_hosts as u64), "replicas with enough requests needed for the success-rate check"),
-        f("success_rate_request_volume", U32, Int(OUTLIER_DEFAULTS.success_rate_request_volume as u64), "requests in an interval for a replica to be in the success-rate check"),
-        f("success_rate_stdev_factor", U32, Int(OUTLIER_DEFAULTS.success_rate_stdev_factor as u64), "a replica below mean - stdev x this / 1000 is ejected"),
-        f("enforcing_success_rate", Ty::Int { min: 0, max: 100 }, Int(OUTLIER_DEFAULTS.enforcing_success_rate as u64), "percent chance a success-rate detection ejects; 0 = off"),
+        f(
+            "consecutive_5xx",
+            U32,
+            Int(OUTLIER_DEFAULTS.consecutive_5xx as u64),
+            "5xx answers in a row (a timeout or connection error counts as one) that eject a replica; 0 = off",
+        ),
+        f(
+            "enforcing_consecutive_5xx",
+            Ty::Int { min: 0, max: 100 },
+            Int(OUTLIER_DEFAULTS.enforcing_consecutive_5xx as u64),
+            "percent chance a consecutive-5xx detection ejects",
+        ),
+        f(
+            "interval",
+            Ty::Duration,
+            Duration(OUTLIER_DEFAULTS.interval, "s"),
+            "period of the ejection sweep: success-rate checks and returns from ejection",
+        )
+        .range(POSITIVE),
+        f(
+            "base_ejection_time",
+            Ty::Duration,
+            Duration(OUTLIER_DEFAULTS.base_ejection_time, "s"),
+            "an ejection lasts this x the replica's ejection count (decremented while it stays healthy)",
+        )
+        .range(POSITIVE),
+        f(
+            "max_ejection_time",
+            Ty::Duration,
+            Duration(OUTLIER_DEFAULTS.max_ejection_time, "s"),
+            "the longest ejection",
+        )
+        .rules(">= base_ejection_time"),
+        f(
+            "max_ejection_percent",
+            Ty::Int { min: 0, max: 100 },
+            Int(OUTLIER_DEFAULTS.max_ejection_percent as u64),
+            "most replicas ejected at once, in percent (with 10 %, fewer than 10 replicas are never ejected)",
+        ),
+        f(
+            "always_eject_one_host",
+            Ty::Bool,
+            Value("false"),
+            "eject one replica even when that exceeds max_ejection_percent (Envoy's default before 1.27)",
+        ),
+        f(
+            "success_rate_minimum_hosts",
+            U32,
+            Int(OUTLIER_DEFAULTS.success_rate_minimum_hosts as u64),
+            "replicas with enough requests needed for the success-rate check",
+        ),
+        f(
+            "success_rate_request_volume",
+            U32,
+            Int(OUTLIER_DEFAULTS.success_rate_request_volume as u64),
+            "requests in an interval for a replica to be in the success-rate check",
+        ),
+        f(
+            "success_rate_stdev_factor",
+            U32,
+            Int(OUTLIER_DEFAULTS.success_rate_stdev_factor as u64),
+            "a replica below mean - stdev x this / 1000 is ejected",
+        ),
+        f(
+            "enforcing_success_rate",
+            Ty::Int { min: 0, max: 100 },
+            Int(OUTLIER_DEFAULTS.enforcing_success_rate as u64),
+            "percent chance a success-rate detection ejects; 0 = off",
+        ),
     ],
 };
 

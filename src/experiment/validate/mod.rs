@@ -214,13 +214,19 @@ fn replicas(q: &QueueServerSpec) -> Check {
         if q.rate_limit.is_some() {
             fail(
                 "server.rate_limit",
-                format!("with replicas = {} is not modelled yet (one limiter per replica, or one shared?): remove it or set replicas = 1", q.replicas),
+                format!(
+                    "with replicas = {} is not modelled yet (one limiter per replica, or one shared?): remove it or set replicas = 1",
+                    q.replicas
+                ),
             )?;
         }
         if q.idempotency.is_some() {
             fail(
                 "server.idempotency",
-                format!("with replicas = {} is not modelled yet (a dedup store shared by the replicas): remove it or set replicas = 1", q.replicas),
+                format!(
+                    "with replicas = {} is not modelled yet (a dedup store shared by the replicas): remove it or set replicas = 1",
+                    q.replicas
+                ),
             )?;
         }
     }
@@ -229,7 +235,10 @@ fn replicas(q: &QueueServerSpec) -> Check {
     {
         fail(
             "server.outlier.max_ejection_time",
-            format!("{} is below base_ejection_time ({}): Envoy refuses it; raise it", o.max_ejection_time, o.base_ejection_time),
+            format!(
+                "{} is below base_ejection_time ({}): Envoy refuses it; raise it",
+                o.max_ejection_time, o.base_ejection_time
+            ),
         )?;
     }
     for (i, f) in q.faults.iter().enumerate() {

@@ -36,7 +36,11 @@ mod tests {
         let busier = (0..n).filter(|_| pick(&[0, 1], &[5, 2], 2, &mut rng) == 0).count();
         let p = busier as f64 / n as f64;
         let se = (0.25f64 * 0.75 / n as f64).sqrt();
-        assert!((p - 0.25).abs() < 4.0 * se, "busier host picked {p} of the time, expected 0.25 +- {}", 4.0 * se);
+        assert!(
+            (p - 0.25).abs() < 4.0 * se,
+            "busier host picked {p} of the time, expected 0.25 +- {}",
+            4.0 * se
+        );
     }
 
     #[test]

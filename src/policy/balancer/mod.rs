@@ -118,7 +118,9 @@ impl Balancer {
                 host
             }
             Balancer::Random => c[uniform_index(c.len(), rng)],
-            Balancer::LeastRequest { choice_count } => least_request::pick(c, hosts.active, *choice_count, rng),
+            Balancer::LeastRequest { choice_count } => {
+                least_request::pick(c, hosts.active, *choice_count, rng)
+            }
             Balancer::PeakEwma(p) => p.pick(c, hosts.active, now, rng),
             Balancer::RingHash(ring) => ring.pick(key, selection, hosts.usable),
         }

@@ -60,7 +60,13 @@ impl PeakEwma {
     }
 
     /// Two distinct candidates drawn uniformly; the lower load wins, the first on a tie.
-    pub fn pick<R: Rng + ?Sized>(&mut self, candidates: &[u32], pending: &[u32], now: Instant, rng: &mut R) -> u32 {
+    pub fn pick<R: Rng + ?Sized>(
+        &mut self,
+        candidates: &[u32],
+        pending: &[u32],
+        now: Instant,
+        rng: &mut R,
+    ) -> u32 {
         if candidates.len() == 1 {
             return candidates[0];
         }
