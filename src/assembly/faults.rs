@@ -61,6 +61,8 @@ mod tests {
         let outage = fault(&FaultSpec::Outage {
             start: Duration(10 * S),
             duration: Duration(5 * S),
+            replica: None,
+            replica_share: None,
             status: FaultStatus::Named(NamedFailure::ConnectionError),
             retry_after: Some(Duration(2 * S)),
         });
@@ -75,6 +77,8 @@ mod tests {
         let silent = fault(&FaultSpec::Outage {
             start: Duration(0),
             duration: Duration(S),
+            replica: None,
+            replica_share: None,
             status: FaultStatus::Named(NamedFailure::Timeout),
             retry_after: None,
         });

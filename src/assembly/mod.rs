@@ -2,7 +2,7 @@
 //! parameters (nexosim's split: `model` writes the models, this module assembles them from the
 //! file, `sweep` runs them). One file per thing it assembles: the [`client`] side (retry
 //! policy, controls, idempotency keys), the [`gateways`], the [`workload`], the [`network`],
-//! the [`server`] and its [`faults`], and the [`dist`]ributions they draw from. A key of the
+//! the [`server`], its [`faults`] and its [`replicas`], and the [`dist`]ributions they draw from. A key of the
 //! file can be renamed here without touching the model.
 
 pub mod client;
@@ -11,6 +11,7 @@ pub mod faults;
 pub mod gateways;
 pub mod hedge;
 pub mod network;
+pub mod replicas;
 pub mod server;
 pub mod workload;
 
@@ -25,7 +26,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         workload: workload::workload(&spec.workload),
         network: network::network(&spec.network),
         server: match &spec.server {
-            ServerSpec::Queue(q) => ServerKind::Queue(server::server(q)),
+            ServerSpec::Queue(q) => ServerKind::Queue(server::server(q, 0)),
             ServerSpec::Occ {} => ServerKind::Occ,
         },
         horizon: spec.horizon.span(),
@@ -48,6 +49,10 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
                 end: Instant::ZERO + end.span(),
             })
             .collect(),
+        replicas: match &spec.server {
+            ServerSpec::Queue(q) => replicas::replicas(q, &strategy.policy),
+            ServerSpec::Occ {} => None,
+        },
     };
     if let Some(h) = &params.hedge {
         // The controls count a copy's failure as a retryable one when it is non-fatal (A6's

@@ -17,7 +17,8 @@ use crate::model::server::rate_limit::{
 };
 use crate::policy::limit::envoy_gradient::GradientParams;
 
-pub fn server(spec: &QueueServerSpec) -> ServerParams {
+/// Replica `replica`'s parameters: the server's, with the faults that strike it.
+pub fn server(spec: &QueueServerSpec, replica: u32) -> ServerParams {
     ServerParams {
         concurrency: spec.concurrency,
         service_time: dist(&spec.service_time),
@@ -25,7 +26,7 @@ pub fn server(spec: &QueueServerSpec) -> ServerParams {
         reject_status: spec.reject_status,
         reject_dont_retry: spec.reject_dont_retry,
         drop_expired: spec.drop_expired,
-        faults: spec.faults.iter().map(fault).collect(),
+        faults: spec.faults.iter().filter(|f| f.strikes(replica, spec.replicas)).map(fault).collect(),
         errors: spec.errors.iter().map(background_error).collect(),
         rate_limit: spec.rate_limit.as_ref().map(rate_limit),
         idempotency: spec.idempotency.as_ref().map(|i| StoreParams {

@@ -36,6 +36,8 @@ pub enum Stream {
     Gateways = 7,
     /// The server's adaptive concurrency controller (Envoy's minRTT jitter).
     ServerLimit = 8,
+    /// The load balancer's draws and the outlier detector's enforcement (`replicas`).
+    Balancer = 9,
 }
 
 /// The SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

@@ -14,8 +14,8 @@
 //!   floor(concurrency x the product of the capacity factors in force)` as the model rounds
 //!   it (`model/server/faults.rs`), 0 during an outage (nothing is served). With
 //!   `[server.overload]` the capacity at full load is lower: every usable worker busy makes
-//!   the service time `x (1 + alpha x max(0, usable - knee))` (DESIGN §3.3). The model has no
-//!   replicas: one server's workers are the whole capacity.
+//!   the service time `x (1 + alpha x max(0, usable - knee))` (DESIGN §3.3). With `replicas`,
+//!   the sum over the replicas, each with the faults that strike it.
 //! - utilisation: `offered / capacity` (Little's law, `rho = lambda x S / c`).
 //! - a full queue's work: `queue / capacity` seconds, the longest a request at its back waits.
 //! - amplification: `max_attempts x` each gateway layer's `max_attempts`, per strategy.
@@ -185,10 +185,28 @@ fn ratio(a: f64, b: f64) -> f64 {
 /// The capacity at `t_s` (requests per second), with `full_load` the overload factor of every
 /// usable worker busy; and whether an outage is in force.
 fn capacity_at(q: &QueueServerSpec, t_s: f64, full_load: bool, service_s: f64) -> (f64, bool) {
+    let mut total = 0.0;
+    let mut all_out = true;
+    for r in 0..q.replicas {
+        let (capacity, outage) = replica_capacity_at(q, r, t_s, full_load, service_s);
+        total += capacity;
+        all_out &= outage;
+    }
+    (total, all_out)
+}
+
+/// [`capacity_at`] of replica `r` alone, with the faults that strike it.
+fn replica_capacity_at(
+    q: &QueueServerSpec,
+    r: u32,
+    t_s: f64,
+    full_load: bool,
+    service_s: f64,
+) -> (f64, bool) {
     let active = || {
         q.faults.iter().filter(move |f| {
             let (start, duration) = f.window();
-            secs(start) <= t_s && t_s < secs(start) + secs(duration)
+            secs(start) <= t_s && t_s < secs(start) + secs(duration) && f.strikes(r, q.replicas)
         })
     };
     let outage = active().any(|f| matches!(f, FaultSpec::Outage { .. }));
@@ -408,7 +426,7 @@ impl Capacity {
         for w in &self.windows {
             let factor = w.factor.map_or(String::new(), |k| format!(" x{}", g(k)));
             let state = match w.kind {
-                "outage" => "capacity 0 (answered without the work)".to_owned(),
+                "outage" if w.capacity_rps == 0.0 => "capacity 0 (answered without the work)".to_owned(),
                 "errors" => format!("capacity {} requests/s (unchanged)", g(w.capacity_rps)),
                 _ => format!("capacity {} requests/s", g(w.capacity_rps)),
             };

@@ -197,7 +197,11 @@ fn point(p: &Point, threads: usize) -> Cost {
                 })
                 .fold((0.0, 1.0), |a, b| if b.0 > a.0 { b } else { a });
             let key = if q.queue.is_none() { "server.queue" } else { "server.concurrency" };
-            (q.concurrency as f64 * PER_WORKER + queued * (PER_QUEUED + PER_OP / attempts), key)
+            (
+                q.concurrency as f64 * q.replicas as f64 * PER_WORKER
+                    + queued * (PER_QUEUED + PER_OP / attempts),
+                key,
+            )
         }
         ServerSpec::Occ {} => (0.0, ""),
     };
@@ -241,7 +245,7 @@ fn in_flight_s(p: &Point, horizon_s: f64) -> f64 {
     let ServerSpec::Queue(q) = &p.spec.server else { return longest };
     let s = |d: super::Duration| d.span().as_secs_f64();
     let service = super::capacity::mean_s(&q.service_time);
-    let capacity = q.concurrency as f64 / service.max(1e-9);
+    let capacity = q.concurrency as f64 * q.replicas as f64 / service.max(1e-9);
     let mut wait: f64 = 0.0;
     for st in &p.strategies {
         let w = super::capacity::backlog_peak(p, q, &st.policy) / capacity;

@@ -214,6 +214,16 @@ pub struct QueueServerSpec {
     pub discipline: DisciplineSpec,
     /// CoDel's constants (used by `codel`, `codel-rpc` and `adaptive-lifo`).
     pub codel: CodelSpec,
+    /// Copies of the server behind a load balancer (DESIGN §3.3).
+    pub replicas: u32,
+    pub balancer: BalancerSpec,
+    /// `least-request`: replicas drawn per pick.
+    pub choice_count: u32,
+    pub ewma: EwmaSpec,
+    pub minimum_ring_size: u32,
+    /// Percent of healthy replicas below which the balancer ignores health.
+    pub panic_threshold: f64,
+    pub outlier: Option<OutlierSpec>,
     /// Envoy's adaptive concurrency filter in front of the workers (DESIGN §3.3).
     pub adaptive_concurrency: Option<AdaptiveConcurrencySpec>,
 }
@@ -234,6 +244,42 @@ pub struct AdaptiveConcurrencySpec {
     pub jitter: f64,
     pub min_concurrency: u32,
     pub buffer: f64,
+}
+
+/// `[server] balancer`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BalancerSpec {
+    RoundRobin,
+    Random,
+    LeastRequest,
+    PeakEwma,
+    RingHash,
+}
+
+/// `[server] ewma = { decay, default_rtt }`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EwmaSpec {
+    pub decay: Duration,
+    pub default_rtt: Duration,
+}
+
+/// `[server.outlier]`: Envoy's outlier detection, its keys.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutlierSpec {
+    pub consecutive_5xx: u32,
+    pub enforcing_consecutive_5xx: u32,
+    pub interval: Duration,
+    pub base_ejection_time: Duration,
+    pub max_ejection_time: Duration,
+    pub max_ejection_percent: u32,
+    pub always_eject_one_host: bool,
+    pub success_rate_minimum_hosts: u32,
+    pub success_rate_request_volume: u32,
+    pub success_rate_stdev_factor: u32,
+    pub enforcing_success_rate: u32,
 }
 
 /// `[server] discipline`.
@@ -270,15 +316,36 @@ pub struct ErrorSpec {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum FaultSpec {
     /// Every request is answered with `status`, or gets no answer when `status = "timeout"`.
-    Outage { start: Duration, duration: Duration, status: FaultStatus, retry_after: Option<Duration> },
+    Outage {
+        start: Duration,
+        duration: Duration,
+        replica: Option<u32>,
+        replica_share: Option<f64>,
+        status: FaultStatus,
+        retry_after: Option<Duration>,
+    },
     /// `factor` x concurrency workers are available.
-    Capacity { start: Duration, duration: Duration, factor: f64 },
+    Capacity {
+        start: Duration,
+        duration: Duration,
+        replica: Option<u32>,
+        replica_share: Option<f64>,
+        factor: f64,
+    },
     /// Service times are multiplied by `factor`.
-    Slowdown { start: Duration, duration: Duration, factor: f64 },
+    Slowdown {
+        start: Duration,
+        duration: Duration,
+        replica: Option<u32>,
+        replica_share: Option<f64>,
+        factor: f64,
+    },
     /// A request is answered `status` with `probability` instead of being served.
     Errors {
         start: Duration,
         duration: Duration,
+        replica: Option<u32>,
+        replica_share: Option<f64>,
         probability: f64,
         status: u16,
         after_effect: bool,
@@ -293,6 +360,26 @@ impl FaultSpec {
             | FaultSpec::Capacity { start, duration, .. }
             | FaultSpec::Slowdown { start, duration, .. }
             | FaultSpec::Errors { start, duration, .. } => (start, duration),
+        }
+    }
+
+    /// The replicas it names: one (`replica`), a share (`replica_share`), or every one.
+    pub fn target(&self) -> (Option<u32>, Option<f64>) {
+        match *self {
+            FaultSpec::Outage { replica, replica_share, .. }
+            | FaultSpec::Capacity { replica, replica_share, .. }
+            | FaultSpec::Slowdown { replica, replica_share, .. }
+            | FaultSpec::Errors { replica, replica_share, .. } => (replica, replica_share),
+        }
+    }
+
+    /// Whether it strikes replica `r` of `replicas`: the one it names, replicas
+    /// `0 .. ceil(share x replicas) - 1`, or every one.
+    pub fn strikes(&self, r: u32, replicas: u32) -> bool {
+        match self.target() {
+            (Some(one), _) => one == r,
+            (None, Some(share)) => (r as f64) < (share * replicas as f64).ceil(),
+            (None, None) => true,
         }
     }
 }
@@ -472,6 +559,11 @@ pub struct PolicySpec {
     pub dead_letter: Option<DeadLetterSpec>,
     /// The dead-letter queue is sent again later.
     pub redrive: Option<RedriveSpec>,
+    /// A retry avoids the replicas its operation already tried (Envoy's `previous_hosts`).
+    pub retry_other_replica: bool,
+    /// Picks made again when a pick was already tried (Envoy's
+    /// `host_selection_retry_max_attempts`).
+    pub host_selection_retry_max_attempts: u32,
 }
 
 /// `dead_letter = { after = N }`.

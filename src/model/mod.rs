@@ -13,6 +13,7 @@ pub mod network;
 pub mod occ_model;
 pub mod ops;
 pub mod queue_model;
+pub mod replicas;
 pub mod server;
 pub mod workload;
 pub mod workspace;
@@ -114,6 +115,8 @@ pub struct RunParams {
     pub hedge: Option<HedgeParams>,
     /// The windows measured on their own (`[output] windows`), in file order.
     pub windows: Vec<Window>,
+    /// The server's replicas after the first and their balancer (`[server] replicas` > 1).
+    pub replicas: Option<replicas::ReplicaParams>,
 }
 
 /// Whether a run with `params` is plain, and takes the queue model's copy compiled for plain
@@ -121,6 +124,9 @@ pub struct RunParams {
 pub fn is_plain_run(params: RunParams) -> bool {
     let clients = clients(&params, 0, Default::default());
     let ServerKind::Queue(q) = params.server else { return false };
+    if params.replicas.is_some() {
+        return false;
+    }
     let net = Network::new(&params.network, stream(0, Stream::Network));
     let server = server::Server::new(q, 0);
     let layers = !params.layers.is_empty();
@@ -136,7 +142,8 @@ fn clients(params: &RunParams, run_seed: u64, ops: ops::OpTable) -> Clients {
     } else {
         Gate::new(&params.gate, params.workload.clients(), stream(run_seed, Stream::Controls))
     };
-    let keys = params.keys != KeyMode::None;
+    // Several replicas need each operation's unique id (ring hash, `retry_other_replica`).
+    let keys = params.keys != KeyMode::None || params.replicas.is_some();
     let delivery = Delivery { dead_letter: params.dead_letter, visibility: params.visibility };
     Clients::new(&params.workload, params.retry, gate, run_seed, keys, delivery, ops)
 }
@@ -158,6 +165,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
         bulkhead,
         hedge,
         windows,
+        replicas,
         ..
     } = params;
     let net = Network::new(&network, stream(run_seed, Stream::Network));
@@ -182,6 +190,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
                 queue: ws.queue(),
                 latency,
                 windows: &windows,
+                replicas,
             };
             let (metrics, queue, left) = queue_model::run(C::PLAIN_COPY, q, inputs);
             ws.keep_queue(queue);

@@ -44,6 +44,7 @@ use super::connections::{self, Connections, Grant};
 use super::gateway::{self, Caller, Gateways, Step};
 use super::hedges::Hedges;
 use super::network::Network;
+use super::replicas::{ReplicaParams, Replicas};
 use super::server::idempotency::{Completion, KeyMode, KeyTag};
 use super::server::workers::{self, Next};
 use super::server::{Arrival, Reply, Request, Server, ServerParams};
@@ -74,7 +75,7 @@ pub enum Kind {
     /// Attempt `b` of operation `a` reaches the server (or the first gateway layer); its
     /// client stops waiting at `c` (nanoseconds).
     Arrive,
-    /// Worker `a` finishes serving.
+    /// Worker `a` of replica `b` finishes serving.
     Done,
     /// The answer `c` ([`Reply::to_bits`]) to attempt `b` of operation `a` reaches the client.
     Answer,
@@ -101,6 +102,8 @@ pub enum Kind {
     LimitTimer,
     /// Hedge timer number `b` of operation `a` ran out: its next copy goes out.
     Hedge,
+    /// The outlier detector's interval timer (`[server] outlier`).
+    OutlierTick,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -126,6 +129,7 @@ impl Ev {
     }
     pub const OPEN_ARRIVAL: Ev = Ev::of(Kind::OpenArrival, 0, 0, 0);
     pub const CAPACITY_RESTORED: Ev = Ev::of(Kind::CapacityRestored, 0, 0, 0);
+    pub const OUTLIER_TICK: Ev = Ev::of(Kind::OutlierTick, 0, 0, 0);
     #[inline(always)]
     pub fn first_start(client: u32) -> Ev {
         Ev::of(Kind::FirstStart, client, 0, 0)
@@ -146,9 +150,10 @@ impl Ev {
     pub fn released(op: u32, attempt: u32, gives_up_at: Instant) -> Ev {
         Ev::of(Kind::Released, op, attempt, gives_up_at.as_ns())
     }
+    /// Worker `worker` of replica `replica` (0 without replicas) finishes.
     #[inline(always)]
-    pub fn done(worker: u32) -> Ev {
-        Ev::of(Kind::Done, worker, 0, 0)
+    pub fn done(worker: u32, replica: u32) -> Ev {
+        Ev::of(Kind::Done, worker, replica, 0)
     }
     #[inline(always)]
     pub fn answer(op: u32, attempt: u32, reply: Reply) -> Ev {
@@ -218,6 +223,8 @@ struct QueueModel<const PLAIN: bool> {
     bulkheads: Option<Bulkheads>,
     /// The clients' hedged calls, if the strategy hedges.
     hedges: Option<Hedges>,
+    /// The replicas after the first (`server`) and their balancer, with `[server] replicas`.
+    replicas: Option<Box<Replicas>>,
 }
 
 /// What one run of the queue model is given besides the server's parameters. `queue` (empty) and
@@ -240,6 +247,8 @@ pub struct RunInputs<'a, Q> {
     pub latency: Latencies,
     /// `[output] windows`.
     pub windows: &'a [Window],
+    /// The replicas after the first and their balancer (`[server] replicas` > 1).
+    pub replicas: Option<ReplicaParams>,
 }
 
 /// Runs one replication of a queue-server experiment. A plain run takes the plain copy of the
@@ -253,6 +262,7 @@ pub fn run<Q: EventQueue<Ev>>(
     let layers = inputs.gateways.is_some();
     let waits = inputs.connections.is_some() || inputs.bulkheads.is_some() || inputs.hedges.is_some();
     if plain_copy
+        && inputs.replicas.is_none()
         && is_plain(inputs.workload, &inputs.clients, &inputs.net, &server, layers, waits, inputs.windows)
     {
         run_as::<true, Q>(server, inputs)
@@ -300,12 +310,23 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         queue,
         latency,
         windows,
+        replicas,
     } = inputs;
+    let replicas = replicas.map(|p| Box::new(Replicas::new(p, run_seed)));
     let server_keeps_keys = server.keeps_keys();
-    let fault_span = server.fault_span(horizon);
+    let mut fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
     for at in server.capacity_restorations() {
         sched.schedule_at(at, Ev::CAPACITY_RESTORED);
+    }
+    if let Some(set) = &replicas {
+        fault_span = set.fault_span(fault_span, horizon);
+        for at in set.others.iter().flat_map(|s| s.capacity_restorations()) {
+            sched.schedule_at(at, Ev::CAPACITY_RESTORED);
+        }
+        if let Some(interval) = set.outlier_interval() {
+            sched.schedule_at(Instant::ZERO + interval, Ev::OUTLIER_TICK);
+        }
     }
     let mut model = QueueModel::<PLAIN> {
         clients,
@@ -322,6 +343,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         connections,
         bulkheads,
         hedges,
+        replicas,
     };
     if !PLAIN {
         model.limits_start(&mut sched);
@@ -392,7 +414,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             | Kind::Redrive
             | Kind::BulkheadWait
             | Kind::Hedge => self.clients.ops.prefetch(next.a),
-            Kind::Done => self.clients.ops.prefetch(self.server.serving(next.a).op),
+            Kind::Done => self.clients.ops.prefetch(self.replica(next.b).serving(next.a).op),
             _ => {}
         }
     }
@@ -435,7 +457,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             Kind::Send => self.send(a, s),
             Kind::Arrive => self.deliver(a, b, Instant::from_ns(c), s),
             Kind::Released => self.released(a, b, Instant::from_ns(c), s),
-            Kind::Done => self.done(a, s),
+            Kind::Done => self.done(a, b, s),
             Kind::Answer => {
                 let op = a;
                 self.answer_arrives(op, b, Reply::from_bits(c), s);
@@ -473,12 +495,17 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                 }
                 self.clients.ops.release(op);
             }
-            Kind::CapacityRestored => self.start_waiting(s),
             Kind::LimitTimer => {
                 let which = if a == Timer::Update as u32 { Timer::Update } else { Timer::MinRtt };
                 self.server.limit_timer(which, now);
                 self.server_limit_moved(s);
             }
+            Kind::CapacityRestored => {
+                for r in 0..self.replica_count() {
+                    self.start_waiting(r, s);
+                }
+            }
+            Kind::OutlierTick => self.outlier_tick(s),
             Kind::Redrive => self.redrive(a, s),
             Kind::Hedge => self.hedge_timer(a, b, s),
             Kind::LayerSend => {
@@ -506,6 +533,58 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     #[inline(always)]
     fn has_gateways(&self) -> bool {
         !PLAIN && self.gateways.is_some()
+    }
+
+    /// Whether the server has several replicas (never, compiled for a plain run).
+    #[inline(always)]
+    fn has_replicas(&self) -> bool {
+        !PLAIN && self.replicas.is_some()
+    }
+
+    /// Replicas in all (1 without `replicas`).
+    fn replica_count(&self) -> u32 {
+        self.replicas.as_ref().map_or(1, |set| set.count())
+    }
+
+    /// Replica `r` (the server itself for 0).
+    #[inline(always)]
+    fn replica(&self, r: u32) -> &Server {
+        if PLAIN || r == 0 {
+            &self.server
+        } else {
+            &self.replicas.as_ref().expect("replica > 0").others[r as usize - 1]
+        }
+    }
+
+    #[inline(always)]
+    fn replica_mut(&mut self, r: u32) -> &mut Server {
+        if PLAIN || r == 0 {
+            &mut self.server
+        } else {
+            &mut self.replicas.as_mut().expect("replica > 0").others[r as usize - 1]
+        }
+    }
+
+    /// Requests in service and waiting at the whole service, after replica `r`'s changed.
+    #[inline(always)]
+    fn levels(&mut self, r: u32) -> (u32, usize) {
+        let levels = self.replica(r).levels();
+        if self.has_replicas() {
+            return self.replicas.as_mut().expect("checked").levels(r, levels);
+        }
+        levels
+    }
+
+    /// The outlier detector's interval timer fires: it un-ejects and checks success rates,
+    /// and fires again an interval later.
+    #[cold]
+    #[inline(never)]
+    fn outlier_tick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+        let set = self.replicas.as_mut().expect("only replicas have a detector");
+        set.outlier_tick(s.now());
+        if let Some(interval) = set.outlier_interval() {
+            s.schedule_in(interval, Ev::OUTLIER_TICK);
+        }
     }
 
     /// The delay of the request hop, `None` if the request is lost (a plain run's network is
@@ -689,13 +768,35 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if !PLAIN && self.keys != KeyMode::None {
             req.key_tag = self.key_tag(req.op);
         }
+        if self.has_replicas() {
+            return self.arrive_at_replica(req, now, s);
+        }
         let arrival = self.server.arrive::<PLAIN>(req, now);
-        self.admitted(req, arrival, s)
+        self.admitted(req, arrival, 0, s)
     }
 
-    /// What the admission pipeline did with `req`, recorded and followed up.
+    /// `req` reaches the service of several replicas: the balancer picks its replica, whose
+    /// admission pipeline takes it.
+    #[inline(never)]
+    fn arrive_at_replica<Q: EventQueue<Ev>>(&mut self, req: Request, now: Instant, s: &mut Scheduler<Ev, Q>) {
+        let op_id = self.clients.ops.id(req.op);
+        let set = self.replicas.as_mut().expect("only called with replicas");
+        let r = set.pick(req.op, op_id, now);
+        let arrival = self.replica_mut(r).arrive::<false>(req, now);
+        let set = self.replicas.as_mut().expect("checked");
+        set.arrived(r, req.op, req.attempt, &arrival, now);
+        self.admitted(req, arrival, r, s)
+    }
+
+    /// What replica `r`'s admission pipeline did with `req`, recorded and followed up.
     #[inline(always)]
-    fn admitted<Q: EventQueue<Ev>>(&mut self, req: Request, arrival: Arrival, s: &mut Scheduler<Ev, Q>) {
+    fn admitted<Q: EventQueue<Ev>>(
+        &mut self,
+        req: Request,
+        arrival: Arrival,
+        r: u32,
+        s: &mut Scheduler<Ev, Q>,
+    ) {
         let now = s.now();
         if !PLAIN
             && !matches!(arrival, Arrival::Queued | Arrival::Delayed(_))
@@ -714,12 +815,12 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                 self.unanswered(req, s)
             }
             Arrival::Started { worker, service } => {
-                self.accepted(now, false);
+                self.accepted(now, false, r);
                 self.rec.service_started(Span::ZERO);
-                s.schedule_in(service, Ev::done(worker))
+                s.schedule_in(service, Ev::done(worker, r))
             }
-            Arrival::Queued => self.accepted(now, true),
-            Arrival::Parked => self.accepted(now, false),
+            Arrival::Queued => self.accepted(now, true, r),
+            Arrival::Parked => self.accepted(now, false, r),
             Arrival::Replayed(o) => self.replayed(req, o, s),
             Arrival::Delayed(wait) => s.schedule_in(wait, Ev::released(req.op, req.attempt, req.gives_up_at)),
         }
@@ -741,7 +842,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             req.key_tag = self.key_tag(req.op);
         }
         let arrival = self.server.resume(req, s.now());
-        self.admitted(req, arrival, s)
+        self.admitted(req, arrival, 0, s)
     }
 
     /// A consumer took attempt `attempt` of `op` (a queue workload): its visibility timer
@@ -761,7 +862,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// loop does not inline the client's answer handling a second time).
     #[inline(never)]
     fn replayed<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
-        self.accepted(s.now(), false);
+        self.accepted(s.now(), false, 0);
         self.respond(req, reply, s)
     }
 
@@ -775,21 +876,24 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     }
 
     #[inline]
-    fn accepted(&mut self, now: Instant, queued: bool) {
+    fn accepted(&mut self, now: Instant, queued: bool, r: u32) {
         self.rec.accepted(now, queued);
-        let (busy, queued) = self.server.levels();
+        let (busy, queued) = self.levels(r);
         self.rec.levels(now, busy, queued);
     }
 
     /// A worker finished: the side effect happens (unless fencing refused it), the answer
     /// goes back (and to the requests parked on its idempotency key), and the next waiting
     /// request starts.
-    fn done<Q: EventQueue<Ev>>(&mut self, worker: u32, s: &mut Scheduler<Ev, Q>) {
+    fn done<Q: EventQueue<Ev>>(&mut self, worker: u32, r: u32, s: &mut Scheduler<Ev, Q>) {
         if self.has_hedging() && self.reaped(worker) {
             return;
         }
         let now = s.now();
-        let (req, started, completion) = self.server.done::<PLAIN>(worker, now);
+        let (req, started, completion) = self.replica_mut(r).done::<PLAIN>(worker, now);
+        if self.has_replicas() {
+            self.replicas.as_mut().expect("checked").left(r, req.op, req.attempt, Some(req.answer), now);
+        }
         if completion == Completion::Applied {
             let op = self.clients.ops.get(req.op);
             op.executions += 1;
@@ -819,7 +923,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if !PLAIN && self.server.adaptive().is_some() {
             self.server_limit_moved(s);
         }
-        self.start_waiting(s);
+        self.start_waiting(r, s);
     }
 
     /// At the start of a run: the adaptive limits' first values in the time series, and the
@@ -857,24 +961,41 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         }
     }
 
-    /// Starts waiting requests while workers are free.
-    fn start_waiting<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+    /// Starts replica `r`'s waiting requests while its workers are free.
+    fn start_waiting<Q: EventQueue<Ev>>(&mut self, r: u32, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
-        while let Some(next) = self.server.next_waiting::<PLAIN>(now) {
+        while let Some(next) = self.replica_mut(r).next_waiting::<PLAIN>(now) {
             match next {
                 Next::Started { worker, service, waited } => {
                     self.rec.service_started(waited);
-                    s.schedule_in(service, Ev::done(worker));
+                    s.schedule_in(service, Ev::done(worker, r));
                     if !PLAIN && self.clients.visibility().is_some() {
-                        let req = *self.server.serving(worker);
+                        let req = *self.replica(r).serving(worker);
                         self.received(req.op, req.attempt, s);
                     }
                 }
-                Next::Dropped(req) => self.unanswered(req, s),
-                Next::Shed(req) => self.respond(req, Reply::of(Outcome::Status(workers::SHED_STATUS)), s),
+                Next::Dropped(req) => {
+                    if self.has_replicas() {
+                        self.replicas.as_mut().expect("checked").left(r, req.op, req.attempt, None, now);
+                    }
+                    self.unanswered(req, s)
+                }
+                Next::Shed(req) => {
+                    let reply = Reply::of(Outcome::Status(workers::SHED_STATUS));
+                    if self.has_replicas() {
+                        self.replicas.as_mut().expect("checked").left(
+                            r,
+                            req.op,
+                            req.attempt,
+                            Some(reply),
+                            now,
+                        );
+                    }
+                    self.respond(req, reply, s)
+                }
             }
         }
-        let (busy, queued) = self.server.levels();
+        let (busy, queued) = self.levels(r);
         self.rec.levels(now, busy, queued);
     }
 

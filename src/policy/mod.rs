@@ -3,6 +3,7 @@
 //! import no file-format types (conversion lives in `crate::assembly`).
 
 pub mod backoff;
+pub mod balancer;
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
@@ -11,6 +12,7 @@ pub mod decision;
 pub mod gate;
 pub mod hedge;
 pub mod limit;
+pub mod outlier;
 pub mod pool;
 pub mod retry_after;
 pub mod retry_on;

@@ -36,6 +36,9 @@ pub fn plan(exp: &Experiment, origin: &str) -> Result<Plan, ConfigError> {
     let ServerSpec::Queue(q) = &spec.server else {
         return Err(refuse("server.kind", "only kind = \"queue\" is an HTTP server; the occ store is not"));
     };
+    if q.replicas > 1 {
+        return Err(refuse("server.replicas", "serve plays one replica; set replicas = 1"));
+    }
     if q.drop_expired {
         return Err(refuse(
             "server.drop_expired",
@@ -57,7 +60,7 @@ pub fn plan(exp: &Experiment, origin: &str) -> Result<Plan, ConfigError> {
         }
     }
     Ok(Plan {
-        server: assembly::server::server(q),
+        server: assembly::server::server(q, 0),
         run_seed: run_seed(exp.seed, 0),
         bucket_ns: spec.output.bucket.as_ns(),
     })

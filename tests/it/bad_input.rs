@@ -483,6 +483,33 @@ fn cases() -> Vec<Case> {
             stderr: &["--shard 4/3", "between 1 and N"],
         },
         Case {
+            what: "zero replicas",
+            text: replaced("queue = 0", "queue = 0\nreplicas = 0"),
+            args: &[],
+            stderr: &["`server.replicas`", "set replicas >= 1"],
+        },
+        Case {
+            what: "unknown balancer",
+            text: replaced("queue = 0", "queue = 0\nreplicas = 2\nbalancer = \"least-requests\""),
+            args: &[],
+            stderr: &["`server.balancer`", "least-request"],
+        },
+        Case {
+            what: "a fault naming a replica that does not exist",
+            text: replaced(
+                "queue = 0",
+                "queue = 0\nreplicas = 2\n[[server.faults]]\nkind = \"outage\"\nstart = \"1s\"\nduration = \"1s\"\nreplica = 2",
+            ),
+            args: &[],
+            stderr: &["`server.faults[0].replica`", "numbered from 0 to 1"],
+        },
+        Case {
+            what: "a rate limiter with replicas",
+            text: replaced("queue = 0", "queue = 0\nreplicas = 2\nrate_limit = { rate = 10.0, burst = 5 }"),
+            args: &[],
+            stderr: &["`server.rate_limit`", "set replicas = 1"],
+        },
+        Case {
             what: "unknown queue discipline",
             text: replaced("queue = 0", "queue = 0\ndiscipline = \"red\""),
             args: &[],

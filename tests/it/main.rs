@@ -34,6 +34,7 @@ mod queueing_theory;
 mod rate_limiters;
 mod readme;
 mod recovery;
+mod replicas;
 mod report;
 mod report_folder;
 mod serve;

@@ -25,6 +25,7 @@ use crate::policy::limit::aimd::AimdParams;
 use crate::policy::limit::envoy_gradient::GradientParams;
 use crate::policy::limit::gradient2::Gradient2Params;
 use crate::policy::limit::vegas::VegasParams;
+use crate::policy::outlier::OutlierParams;
 use crate::policy::pool::PoolParams;
 use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
 use std::borrow::Cow;
@@ -655,6 +656,40 @@ pub static SERVER: Tagged = Tagged {
                     Absent("no adaptive concurrency limit"),
                     "Envoy's adaptive concurrency filter (gradient controller) in front of the workers: a request over the limit is answered 503, retryable",
                 ),
+                f(
+                    "replicas",
+                    U32,
+                    Value("1"),
+                    "copies of the server behind a load balancer, each with its own workers, queue, service times and faults",
+                )
+                .range(Range::AtLeast(1.0))
+                .message("zero replicas: a service needs at least 1; set replicas >= 1")
+                .rules("<= 10000; above 1, no rate_limit or idempotency"),
+                f(
+                    "balancer",
+                    Ty::Choice(&["round-robin", "random", "least-request", "peak-ewma", "ring-hash"]),
+                    Value("\"round-robin\""),
+                    "how requests are spread over the replicas: in turn (Envoy's default), uniformly at random, Envoy's least request (fewest active of `choice_count` drawn with replacement), Finagle's/linkerd's power of two choices over peak-EWMA latency x (pending + 1), Envoy's ring hash of the operation (its retries land on the same replica)",
+                ),
+                f("choice_count", U32, Int(LEAST_REQUEST_CHOICES as u64), "least-request: replicas drawn, with replacement (Envoy's choice_count)")
+                    .range(Range::AtLeast(2.0))
+                    .message("must be at least 2 (Envoy's minimum): the replicas compared per pick"),
+                f("ewma", Ty::Table(&EWMA), Value("{}"), "peak-ewma's constants"),
+                f("minimum_ring_size", U32, Int(RING_SIZE as u64), "ring-hash: points on the ring (Envoy's minimum_ring_size)")
+                    .range(Range::Between(1.0, 8_388_608.0)),
+                f(
+                    "panic_threshold",
+                    Ty::Num,
+                    Num(PANIC_THRESHOLD_PERCENT),
+                    "percent of replicas that must be healthy (not ejected); below it the balancer ignores health (Envoy's healthy_panic_threshold)",
+                )
+                .range(Range::Between(0.0, 100.0)),
+                f(
+                    "outlier",
+                    Ty::Table(&OUTLIER),
+                    Absent("no outlier detection"),
+                    "Envoy's outlier detection: replicas that fail are ejected from the balancer for a while, see [server.outlier]",
+                ),
             ],
         },
         Variant {
@@ -662,6 +697,114 @@ pub static SERVER: Tagged = Tagged {
             doc: "the optimistic-concurrency row of the AWS \"Exponential Backoff and Jitter\" study",
             fields: &[],
         },
+    ],
+};
+
+/// Envoy's least-request `choice_count` (`least_request.proto`).
+pub const LEAST_REQUEST_CHOICES: u32 = 2;
+/// Envoy's ring hash `minimum_ring_size` (`cluster.proto`, `RingHashLbConfig`).
+pub const RING_SIZE: u32 = 1024;
+/// Envoy's `healthy_panic_threshold` (`cluster.proto`), in percent.
+pub const PANIC_THRESHOLD_PERCENT: f64 = 50.0;
+/// linkerd2-proxy's peak-EWMA decay and default RTT (docs/overload-and-topology.md §1.6).
+pub const EWMA_DECAY: Span = Span::from_secs(10);
+pub const EWMA_DEFAULT_RTT: Span = Span::from_millis(30);
+
+pub static EWMA: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "decay",
+            Ty::Duration,
+            Duration(EWMA_DECAY, "s"),
+            "how fast a latency estimate forgets (linkerd: 10 s)",
+        )
+        .range(POSITIVE),
+        f(
+            "default_rtt",
+            Ty::Duration,
+            Duration(EWMA_DEFAULT_RTT, "ms"),
+            "a replica's estimate before it answers (linkerd: 30 ms)",
+        ),
+    ],
+};
+
+/// The outlier detector's defaults are Envoy's (`outlier_detection.proto`), through
+/// `OutlierParams::default`.
+const OUTLIER_DEFAULTS: OutlierParams = OutlierParams::ENVOY;
+
+pub static OUTLIER: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "consecutive_5xx",
+            U32,
+            Int(OUTLIER_DEFAULTS.consecutive_5xx as u64),
+            "5xx answers in a row (a timeout or connection error counts as one) that eject a replica; 0 = off",
+        ),
+        f(
+            "enforcing_consecutive_5xx",
+            Ty::Int { min: 0, max: 100 },
+            Int(OUTLIER_DEFAULTS.enforcing_consecutive_5xx as u64),
+            "percent chance a consecutive-5xx detection ejects",
+        ),
+        f(
+            "interval",
+            Ty::Duration,
+            Duration(OUTLIER_DEFAULTS.interval, "s"),
+            "period of the ejection sweep: success-rate checks and returns from ejection",
+        )
+        .range(POSITIVE),
+        f(
+            "base_ejection_time",
+            Ty::Duration,
+            Duration(OUTLIER_DEFAULTS.base_ejection_time, "s"),
+            "an ejection lasts this x the replica's ejection count (decremented while it stays healthy)",
+        )
+        .range(POSITIVE),
+        f(
+            "max_ejection_time",
+            Ty::Duration,
+            Duration(OUTLIER_DEFAULTS.max_ejection_time, "s"),
+            "the longest ejection",
+        )
+        .rules(">= base_ejection_time"),
+        f(
+            "max_ejection_percent",
+            Ty::Int { min: 0, max: 100 },
+            Int(OUTLIER_DEFAULTS.max_ejection_percent as u64),
+            "most replicas ejected at once, in percent (with 10 %, fewer than 10 replicas are never ejected)",
+        ),
+        f(
+            "always_eject_one_host",
+            Ty::Bool,
+            Value("false"),
+            "eject one replica even when that exceeds max_ejection_percent (Envoy's default before 1.27)",
+        ),
+        f(
+            "success_rate_minimum_hosts",
+            U32,
+            Int(OUTLIER_DEFAULTS.success_rate_minimum_hosts as u64),
+            "replicas with enough requests needed for the success-rate check",
+        ),
+        f(
+            "success_rate_request_volume",
+            U32,
+            Int(OUTLIER_DEFAULTS.success_rate_request_volume as u64),
+            "requests in an interval for a replica to be in the success-rate check",
+        ),
+        f(
+            "success_rate_stdev_factor",
+            U32,
+            Int(OUTLIER_DEFAULTS.success_rate_stdev_factor as u64),
+            "a replica below mean - stdev x this / 1000 is ejected",
+        ),
+        f(
+            "enforcing_success_rate",
+            Ty::Int { min: 0, max: 100 },
+            Int(OUTLIER_DEFAULTS.enforcing_success_rate as u64),
+            "percent chance a success-rate detection ejects; 0 = off",
+        ),
     ],
 };
 
@@ -681,6 +824,15 @@ pub static ERROR: Table = Table {
 };
 
 const START: Field = f("start", Ty::Duration, Required, "when the fault begins");
+const REPLICA: Field = f("replica", U32, Absent("every replica"), "the replica it strikes, numbered from 0")
+    .rules("< server.replicas; not with replica_share");
+const REPLICA_SHARE: Field = f(
+    "replica_share",
+    Ty::Num,
+    Absent("every replica"),
+    "the share of the replicas it strikes: replicas 0 .. ceil(share x replicas) - 1",
+)
+.range(Range::AboveUpTo(0.0, 1.0));
 const DURATION: Field =
     f("duration", Ty::Duration, Required, "how long it lasts; active on [start, start + duration)")
         .range(POSITIVE)
@@ -697,6 +849,8 @@ pub static FAULT: Tagged = Tagged {
             fields: &[
                 START,
                 DURATION,
+                REPLICA,
+                REPLICA_SHARE,
                 f(
                     "status",
                     Ty::StatusOrFailure,
@@ -712,6 +866,8 @@ pub static FAULT: Tagged = Tagged {
             fields: &[
                 START,
                 DURATION,
+                REPLICA,
+                REPLICA_SHARE,
                 f("factor", Ty::Num, Required, "the fraction of the workers still available")
                     .range(PROBABILITY)
                     .message("{v} is outside [0, 1]: the fraction of the workers still available, e.g. 0.5"),
@@ -723,6 +879,8 @@ pub static FAULT: Tagged = Tagged {
             fields: &[
                 START,
                 DURATION,
+                REPLICA,
+                REPLICA_SHARE,
                 f("factor", Ty::Num, Required, "service-time multiplier").range(POSITIVE).message(
                     "{v} is not a multiplier: service times are multiplied by it; use a number > 0, e.g. 3.0",
                 ),
@@ -734,6 +892,8 @@ pub static FAULT: Tagged = Tagged {
             fields: &[
                 START,
                 DURATION,
+                REPLICA,
+                REPLICA_SHARE,
                 f("probability", Ty::Num, Required, "probability of the error answer").range(PROBABILITY),
                 f("status", STATUS, Value("503"), "the error's status"),
                 f(
@@ -950,6 +1110,8 @@ macro_rules! policy_fields {
             f("throttle", Ty::Tagged(&THROTTLE), Absent("no throttling"), "client-side adaptive throttling (failed_throttled)"),
             f("pool", Ty::Table(&POOL), Absent("no pool: every attempt is sent at once"), "a connection pool: attempts wait in the client for one of `size` connections (the Go MongoDB driver)")
                 .rules("queue server only; not with layers or network loss"),
+            f("retry_other_replica", Ty::Bool, Value("false"), "a retry avoids the replicas its operation already tried (Envoy's previous_hosts retry predicate); otherwise each attempt is a fresh pick"),
+            f("host_selection_retry_max_attempts", U32, Int(1), "with retry_other_replica: picks made again when a pick was already tried, before the last pick is used anyway (Envoy's default 1)"),
             f("bulkhead", Ty::Table(&BULKHEAD), Absent("no bulkhead: every operation starts at once"), "a bulkhead: at most `max_in_flight` operations in flight, across their retries; the rest wait up to `max_wait`, then fail as failed_bulkhead (resilience4j's SemaphoreBulkhead)")
                 .rules("queue server only"),
             f("limit", Ty::Tagged(&CONCURRENCY_LIMIT), Absent("no limit"), "an adaptive concurrency limit (Netflix concurrency-limits: aimd, vegas, gradient2): an attempt over the limit is rejected locally (failed_limited)")

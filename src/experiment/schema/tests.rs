@@ -110,16 +110,25 @@ idempotency = { ttl = "1h", on_in_progress = "wait" }
 overload = { alpha = 0.1, knee = 6 }
 discipline = "codel"
 codel = { target = "10ms", interval = "200ms" }
+replicas = 1
+balancer = "peak-ewma"
+choice_count = 3
+ewma = { decay = "5s", default_rtt = "20ms" }
+minimum_ring_size = 512
+panic_threshold = 40.0
+outlier = { consecutive_5xx = 4, enforcing_consecutive_5xx = 90, interval = "5s", base_ejection_time = "20s", max_ejection_time = "200s", max_ejection_percent = 20, always_eject_one_host = true, success_rate_minimum_hosts = 3, success_rate_request_volume = 50, success_rate_stdev_factor = 1500, enforcing_success_rate = 80 }
 [[server.faults]]
 kind = "outage"
 start = "6s"
 duration = "1s"
+replica = 0
 status = 503
 retry_after = "2s"
 [[server.faults]]
 kind = "capacity"
 start = "8s"
 duration = "1s"
+replica_share = 0.5
 factor = 0.5
 [[server.faults]]
 kind = "slowdown"
@@ -144,6 +153,8 @@ retry_after_cap = "10s"
 retry_after_mode = "aws-2026"
 honor_dont_retry = true
 idempotency = "per-op"
+retry_other_replica = true
+host_selection_retry_max_attempts = 2
 [[strategies]]
 name = "tb"
 backoff = { kind = "exponential", base = "10ms", cap = "1s", multiplier = 3.0 }

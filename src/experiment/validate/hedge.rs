@@ -1,7 +1,7 @@
 //! The rules of `hedge` (DESIGN §4.10) between keys.
 
 use super::{Check, fail};
-use crate::experiment::{ExperimentSpec, HedgePreset, Strategy, WorkloadSpec};
+use crate::experiment::{ExperimentSpec, HedgePreset, ServerSpec, Strategy, WorkloadSpec};
 
 /// A hedged strategy's rules: a readable delay, `max_attempts` given (A6 requires it) unless a
 /// preset sets it, no retries besides the copies (gRPC allows only one of retryPolicy and
@@ -54,6 +54,17 @@ pub(super) fn hedge(spec: &ExperimentSpec, s: &Strategy, key: &str) -> Check {
                 ),
             )?;
         }
+    }
+    if let ServerSpec::Queue(q) = &spec.server
+        && q.replicas > 1
+    {
+        fail(
+            hkey.clone(),
+            format!(
+                "with server.replicas = {} is not modelled yet (cancelling a copy at its replica); remove hedge or set replicas = 1",
+                q.replicas
+            ),
+        )?;
     }
     if matches!(spec.workload, WorkloadSpec::Queue { .. }) {
         fail(

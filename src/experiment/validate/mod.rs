@@ -197,6 +197,7 @@ fn queue_server(q: &QueueServerSpec) -> Check {
              set server.idempotency.on_in_progress = \"conflict\" (a repeat is answered 409 while the lock lasts), or remove lock_ttl",
         )?;
     }
+    replicas(q)?;
     if let Some(o) = &q.overload
         && o.knee > q.concurrency
     {
@@ -207,6 +208,69 @@ fn queue_server(q: &QueueServerSpec) -> Check {
                 o.knee, q.concurrency
             ),
         )?;
+    }
+    Ok(())
+}
+
+/// `[server] replicas` and what names them: faults, and the stages not modelled per replica.
+fn replicas(q: &QueueServerSpec) -> Check {
+    at_most("server.replicas", q.replicas, 10_000, "replicas")?;
+    if q.replicas > 1 {
+        if q.rate_limit.is_some() {
+            fail(
+                "server.rate_limit",
+                format!(
+                    "with replicas = {} is not modelled yet (one limiter per replica, or one shared?): remove it or set replicas = 1",
+                    q.replicas
+                ),
+            )?;
+        }
+        if q.idempotency.is_some() {
+            fail(
+                "server.idempotency",
+                format!(
+                    "with replicas = {} is not modelled yet (a dedup store shared by the replicas): remove it or set replicas = 1",
+                    q.replicas
+                ),
+            )?;
+        }
+        if q.adaptive_concurrency.is_some() {
+            fail(
+                "server.adaptive_concurrency",
+                format!(
+                    "with replicas = {} is not modelled yet (Envoy runs one controller per host): remove it or set replicas = 1",
+                    q.replicas
+                ),
+            )?;
+        }
+    }
+    if let Some(o) = &q.outlier
+        && o.max_ejection_time.as_ns() < o.base_ejection_time.as_ns()
+    {
+        fail(
+            "server.outlier.max_ejection_time",
+            format!(
+                "{} is below base_ejection_time ({}): Envoy refuses it; raise it",
+                o.max_ejection_time, o.base_ejection_time
+            ),
+        )?;
+    }
+    for (i, f) in q.faults.iter().enumerate() {
+        match f.target() {
+            (Some(_), Some(_)) => fail(
+                format!("server.faults[{i}].replica_share"),
+                "and replica are both set: name one replica, or a share of them",
+            )?,
+            (Some(r), None) if r >= q.replicas => fail(
+                format!("server.faults[{i}].replica"),
+                format!(
+                    "replica {r} does not exist: replicas are numbered from 0 to {} (server.replicas = {}); name one of them or raise server.replicas",
+                    q.replicas - 1,
+                    q.replicas
+                ),
+            )?,
+            _ => {}
+        }
     }
     Ok(())
 }

@@ -174,7 +174,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             return;
         }
         if self.cancel_copy(op, attempt, s) {
-            self.start_waiting(s);
+            self.start_waiting(0, s); // hedging runs with one replica (validate)
         }
         self.decide(op, attempt, Outcome::Timeout, None, false, s)
     }
@@ -253,7 +253,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             freed |= self.cancel_copy(op, attempt, s);
         }
         if freed {
-            self.start_waiting(s);
+            self.start_waiting(0, s); // hedging runs with one replica (validate)
         }
     }
 
