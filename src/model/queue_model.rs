@@ -314,7 +314,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
             model.first_starts = starts;
         }
         Workload::Serial { clients, gap, end, first_call } => {
-            let mut starts = SerialStarts::new(*clients, *gap, *end);
+            let mut starts = SerialStarts::new(*clients, gap.clone(), *end);
             for client in 0..*clients {
                 let wake = first_call
                     .as_ref()

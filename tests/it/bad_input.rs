@@ -350,6 +350,45 @@ fn cases() -> Vec<Case> {
             stderr: &["`strategies.fj.bulkhead`", "not supported for server.kind = \"occ\""],
         },
         Case {
+            what: "an admission-control window that is not whole seconds",
+            text: replaced(
+                "max_attempts = 3",
+                "max_attempts = 3\nthrottle = { kind = \"envoy-admission-control\", sampling_window = \"1500ms\" }",
+            ),
+            args: &[],
+            stderr: &["`strategies.fj.throttle.sampling_window`", "whole number of seconds"],
+        },
+        Case {
+            what: "an admission-control threshold below Envoy's 1 %",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nthrottle = { kind = \"envoy-admission-control\", sr_threshold = 0.005 }"),
+            args: &[],
+            stderr: &["`client.throttle.sr_threshold`", "from 0.01 to 1"],
+        },
+        Case {
+            what: "an admission-control aggression below 1",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nthrottle = { kind = \"envoy-admission-control\", aggression = 0.5 }"),
+            args: &[],
+            stderr: &["`client.throttle.aggression`", "aggression >= 1"],
+        },
+        Case {
+            what: "discrete weights that do not sum to 1",
+            text: replaced(
+                "service_time = { dist = \"exponential\", mean = \"10ms\" }",
+                "service_time = { dist = \"discrete\", points = [{ value = \"1ms\", weight = 0.9 }, { value = \"10ms\", weight = 0.2 }] }",
+            ),
+            args: &[],
+            stderr: &["`server.service_time.points`", "sum to"],
+        },
+        Case {
+            what: "a discrete distribution without points",
+            text: replaced(
+                "service_time = { dist = \"exponential\", mean = \"10ms\" }",
+                "service_time = { dist = \"discrete\", points = [] }",
+            ),
+            args: &[],
+            stderr: &["`server.service_time.points`", "has 0 points"],
+        },
+        Case {
             what: "a run that cannot fit in memory",
             text: valid(),
             args: &["--set", "workload.clients=100000000", "--threads", "64"],

@@ -6,6 +6,7 @@
 //! (`apt-get`, as root) and fails naming what to install when it cannot; a contributor without
 //! root leaves exactly those out with `cargo test --release -- --skip system::`.
 
+mod admission_control;
 mod architecture;
 mod aws_study;
 mod bad_input;

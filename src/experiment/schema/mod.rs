@@ -22,6 +22,7 @@ use crate::policy::budget::{
 };
 use crate::policy::bulkhead::BulkheadParams;
 use crate::policy::pool::PoolParams;
+use crate::policy::throttle::EnvoyAdmissionParams;
 use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
 use std::borrow::Cow;
 
@@ -540,6 +541,23 @@ pub static DIST: Tagged = Tagged {
                     .message("{v} is not a spread: sigma must be a finite number >= 0"),
             ],
         },
+        Variant {
+            kind: "discrete",
+            doc: "one of the `points`' values, each with its weight's probability: `[{ value = \"0.1ms\", weight = 0.999 }, { value = \"10ms\", weight = 0.001 }]`",
+            fields: &[f("points", Ty::List(&Ty::Table(&DISCRETE_POINT)), Required, "the values and their probabilities")
+                .rules("1 to 16 points; weights sum to 1")],
+        },
+    ],
+};
+
+/// One point of `{ dist = "discrete" }`.
+pub static DISCRETE_POINT: Table = Table {
+    partial: false,
+    fields: &[
+        f("value", Ty::Duration, Required, "the value"),
+        f("weight", Ty::Num, Required, "its probability")
+            .range(Range::AboveUpTo(0.0, 1.0))
+            .message("{v} is not a probability above 0: write the point's share of draws, e.g. 0.001"),
     ],
 };
 
@@ -1243,8 +1261,57 @@ pub static THROTTLE: Tagged = Tagged {
             doc: "AWS SDK adaptive mode: a CUBIC send-rate limiter that delays attempts after throttling",
             fields: &[scope()],
         },
+        Variant {
+            kind: "envoy-admission-control",
+            doc: "Envoy's admission_control filter: reject locally with probability min(max_rejection_probability, max(0, (n - s / sr_threshold) / (n + 1))^(1 / aggression)), n requests and s successes (status < 500) over the window; rejected requests are not counted",
+            fields: ENVOY_ADMISSION_CONTROL,
+        },
     ],
 };
+
+/// The keys of `throttle = { kind = "envoy-admission-control" }` (Envoy's defaults, read in
+/// `source/extensions/filters/http/admission_control/`).
+const ENVOY_ADMISSION_CONTROL: &[Field] = &[
+    f(
+        "sampling_window",
+        Ty::Duration,
+        Duration(EnvoyAdmissionParams::ENVOY.sampling_window, "s"),
+        "requests and successes are counted over this window, in samples of 1 s",
+    )
+    .range(Range::AtLeast(1e9))
+    .message("must be at least 1s: Envoy keeps its window in whole seconds, e.g. \"30s\"")
+    .rules("whole seconds"),
+    f(
+        "sr_threshold",
+        Ty::Num,
+        Num(EnvoyAdmissionParams::ENVOY.sr_threshold),
+        "the success rate below which requests are rejected (Envoy's percent as a fraction: 95 % is 0.95)",
+    )
+    .range(Range::Between(0.01, 1.0))
+    .message("{v} is not a success rate Envoy accepts: write a fraction from 0.01 to 1, e.g. 0.95 for 95 %"),
+    f(
+        "aggression",
+        Ty::Num,
+        Num(EnvoyAdmissionParams::ENVOY.aggression),
+        "the rejection curve's exponent is 1 / aggression: higher rejects sooner",
+    )
+    .range(Range::AtLeast(1.0))
+    .message("{v} is below 1, which Envoy treats as 1: write aggression >= 1"),
+    f(
+        "rps_threshold",
+        U32,
+        Int(EnvoyAdmissionParams::ENVOY.rps_threshold as u64),
+        "below this many requests per second over the window nothing is rejected",
+    ),
+    f(
+        "max_rejection_probability",
+        Ty::Num,
+        Num(EnvoyAdmissionParams::ENVOY.max_rejection_probability),
+        "the rejection probability never exceeds this (Envoy's percent as a fraction: 80 % is 0.8)",
+    )
+    .range(PROBABILITY),
+    scope(),
+];
 
 pub static POOL: Table = Table {
     partial: false,

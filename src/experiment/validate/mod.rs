@@ -8,9 +8,9 @@ use super::IdempotencyMode;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
-    ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DistSpec, ExperimentSpec, FaultSpec, FaultStatus,
-    InProgress, NamedFailure, PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec,
-    Strategy, WorkloadSpec,
+    ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DiscretePoint, DistSpec, ExperimentSpec, FaultSpec,
+    FaultStatus, InProgress, NamedFailure, PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec,
+    ServerSpec, Strategy, ThrottleSpec, WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 
@@ -159,8 +159,35 @@ fn dist(key: &str, d: &DistSpec) -> Check {
             format!("{key}.high"),
             format!("high ({high}) is below low ({low}): a uniform distribution needs low <= high"),
         ),
+        DistSpec::Discrete { ref points } => discrete(key, points),
         _ => Ok(()),
     }
+}
+
+/// The most points a `discrete` distribution takes (a sample scans them).
+pub const MAX_DISCRETE_POINTS: usize = 16;
+
+/// `{ dist = "discrete" }`: 1 to 16 points whose weights sum to 1 (to 1e-9).
+fn discrete(key: &str, points: &[DiscretePoint]) -> Check {
+    if points.is_empty() || points.len() > MAX_DISCRETE_POINTS {
+        fail(
+            format!("{key}.points"),
+            format!(
+                "has {} points: give 1 to {MAX_DISCRETE_POINTS}, e.g. [{{ value = \"0.1ms\", weight = 0.999 }}, {{ value = \"10ms\", weight = 0.001 }}]",
+                points.len()
+            ),
+        )?;
+    }
+    let total: f64 = points.iter().map(|p| p.weight).sum();
+    if (total - 1.0).abs() > 1e-9 {
+        fail(
+            format!("{key}.points"),
+            format!(
+                "weights sum to {total}, not 1: each weight is its value's probability; make them add up to 1"
+            ),
+        )?;
+    }
+    Ok(())
 }
 
 fn queue_server(q: &QueueServerSpec) -> Check {
@@ -401,6 +428,16 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
             ),
         )?;
     }
+    if let Some(ThrottleSpec::EnvoyAdmissionControl { sampling_window: w, .. }) = &p.throttle
+        && w.as_ns() % 1_000_000_000 != 0
+    {
+        fail(
+            format!("{key}.throttle.sampling_window"),
+            format!(
+                "{w} is not a whole number of seconds: Envoy keeps its window in seconds; write e.g. \"30s\""
+            ),
+        )?;
+    }
     for (i, layer) in p.layers.iter().enumerate() {
         let lk = format!("{key}.layers[{i}]");
         if layer.retry_on.as_ref().is_some_and(Vec::is_empty) {
@@ -615,6 +652,7 @@ fn always_zero(d: &DistSpec) -> bool {
         DistSpec::Normal { mean, sd } => mean == zero && sd == zero,
         DistSpec::Exponential { mean } => mean == zero,
         DistSpec::Lognormal { median, .. } => median == zero,
+        DistSpec::Discrete { ref points } => points.iter().all(|p| p.value == zero),
     }
 }
 

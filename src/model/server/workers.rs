@@ -65,7 +65,7 @@ impl Workers {
         let idle_req = Request::new(0, 0, Instant::ZERO);
         Workers {
             concurrency: params.concurrency,
-            service: params.service_time,
+            service: params.service_time.clone(),
             queue_cap: params.queue.map_or(usize::MAX, |q| q as usize),
             reject: Outcome::Status(params.reject_status),
             drop_expired: params.drop_expired,

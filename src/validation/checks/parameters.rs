@@ -89,6 +89,11 @@ pub(super) fn describe(d: &DistSpec) -> String {
         DistSpec::Normal { mean, sd } => format!("|normal| (mean {}, sd {})", ms(*mean), ms(*sd)),
         DistSpec::Exponential { mean } => format!("exponential (mean {})", ms(*mean)),
         DistSpec::Lognormal { median, sigma } => format!("lognormal (median {}, sigma {sigma})", ms(*median)),
+        DistSpec::Discrete { points } => {
+            let each: Vec<String> =
+                points.iter().map(|p| format!("{} w.p. {}", ms(p.value), p.weight)).collect();
+            format!("discrete ({})", each.join(", "))
+        }
     }
 }
 
