@@ -16,6 +16,7 @@ pub mod workload;
 use crate::engine::Instant;
 use crate::experiment::{ExperimentSpec, ServerSpec, Strategy, WorkloadSpec};
 use crate::metrics::{RunMetrics, Window};
+use crate::model::priorities::PriorityParams;
 use crate::model::{DefaultQueue, QueueChoice, RunParams, ServerKind};
 
 /// The parameters of a run of `strategy` at the point `spec`.
@@ -37,6 +38,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         layers: strategy.policy.layers.iter().map(gateways::layer_policy).collect(),
         pool: client::pool(strategy),
         bulkhead: client::bulkhead(strategy),
+        priorities: spec.workload.priorities().map(|p| PriorityParams { shares: p.shares() }),
         windows: spec
             .output
             .windows

@@ -34,6 +34,8 @@ pub enum Stream {
     Controls = 6,
     /// The gateway layers' jitter (`layers`).
     Gateways = 7,
+    /// Each operation's priority class (`[workload] priorities`).
+    Priorities = 8,
 }
 
 /// The SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

@@ -11,6 +11,7 @@ pub mod gateway;
 pub mod network;
 pub mod occ_model;
 pub mod ops;
+pub mod priorities;
 pub mod queue_model;
 pub mod server;
 pub mod workload;
@@ -110,6 +111,8 @@ pub struct RunParams {
     pub bulkhead: Option<BulkheadParams>,
     /// The windows measured on their own (`[output] windows`), in file order.
     pub windows: Vec<Window>,
+    /// The operations' priority classes (`[workload] priorities`), if used.
+    pub priorities: Option<priorities::PriorityParams>,
 }
 
 /// Whether a run with `params` is plain, and takes the queue model's copy compiled for plain
@@ -135,6 +138,7 @@ fn clients(params: &RunParams, run_seed: u64, ops: ops::OpTable) -> Clients {
     let keys = params.keys != KeyMode::None;
     let delivery = Delivery { dead_letter: params.dead_letter, visibility: params.visibility };
     Clients::new(&params.workload, params.retry, gate, run_seed, keys, delivery, ops)
+        .with_priorities(params.priorities, run_seed)
 }
 
 /// One replication with the run's master seed and a chosen event queue. The run reuses the

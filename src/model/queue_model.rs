@@ -233,7 +233,10 @@ pub fn run<Q: EventQueue<Ev>>(
     server: ServerParams,
     inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
-    let server = Server::new(server, inputs.run_seed);
+    let mut server = Server::new(server, inputs.run_seed);
+    if inputs.clients.has_priorities() {
+        server.shed_by_priority();
+    }
     let layers = inputs.gateways.is_some();
     let waits = inputs.connections.is_some() || inputs.bulkheads.is_some();
     if plain_copy
@@ -656,6 +659,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if !PLAIN && self.keys != KeyMode::None {
             req.key_tag = self.key_tag(req.op);
         }
+        if !PLAIN && let Some(class) = self.clients.class_of(op) {
+            self.classified(op, class);
+        }
         let arrival = self.server.arrive::<PLAIN>(req, now);
         self.admitted(req, arrival, s)
     }
@@ -689,7 +695,21 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             Arrival::Parked => self.accepted(now, false),
             Arrival::Replayed(o) => self.replayed(req, o, s),
             Arrival::Delayed(wait) => s.schedule_in(wait, Ev::released(req.op, req.attempt, req.gives_up_at)),
+            Arrival::Displaced { evicted, reply } => {
+                // The arrival is queued; the less critical request it displaced leaves with the
+                // full queue's answer (as a discipline's shed request, not counted again).
+                self.accepted(now, true);
+                self.respond(evicted, reply, s)
+            }
         }
+    }
+
+    /// A request of `op`, of priority class `class`, reaches the server: the server learns
+    /// its class, and the class counts a server call (out of line: only runs with classes).
+    #[inline(never)]
+    fn classified(&mut self, op: u32, class: crate::model::priorities::Class) {
+        self.server.classify(op, class);
+        self.clients.class_server_call(class);
     }
 
     /// The rate limiter held attempt `attempt` of `op` and now lets it go on: the stages

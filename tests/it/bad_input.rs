@@ -389,6 +389,35 @@ fn cases() -> Vec<Case> {
             stderr: &["`server.service_time.points`", "has 0 points"],
         },
         Case {
+            what: "priority shares that do not sum to 1",
+            text: replaced("clients = 20\n", "clients = 20\npriorities = { critical = 0.5, sheddable = 0.4 }\n"),
+            args: &[],
+            stderr: &["`workload.priorities`", "sum to 0.9"],
+        },
+        Case {
+            what: "an unknown priority class",
+            text: replaced("clients = 20\n", "clients = 20\npriorities = { important = 1.0 }\n"),
+            args: &[],
+            stderr: &["`workload.priorities.important`"],
+        },
+        Case {
+            what: "a window named after a priority class",
+            text: format!(
+                "{}[output]\nwindows = {{ critical = [\"1s\", \"2s\"] }}\n",
+                replaced("clients = 20\n", "clients = 20\npriorities = { critical = 1.0 }\n")
+            ),
+            args: &[],
+            stderr: &["`output.windows.critical`", "priority class"],
+        },
+        Case {
+            what: "priorities on the OCC server",
+            text: replaced("concurrency = 4\n", "kind = \"occ\"\n")
+                .replace("service_time = { dist = \"exponential\", mean = \"10ms\" }\nqueue = 0\n", "")
+                .replace("clients = 20\n", "clients = 20\npriorities = { critical = 1.0 }\n"),
+            args: &[],
+            stderr: &["`workload.priorities`", "not supported for server.kind = \"occ\""],
+        },
+        Case {
             what: "a run that cannot fit in memory",
             text: valid(),
             args: &["--set", "workload.clients=100000000", "--threads", "64"],

@@ -26,6 +26,7 @@ mod layers;
 mod memory;
 mod no_alloc;
 mod pool;
+mod priorities;
 mod queue_consumers;
 mod queue_equivalence;
 mod queueing_theory;

@@ -216,6 +216,29 @@ const PROBABILITY: Range = Range::Between(0.0, 1.0);
 const POSITIVE: Range = Range::Above(0.0);
 const SCOPE: Ty = Ty::Choice(&["client", "shared"]);
 
+/// `priorities` of a workload (DESIGN §3.3).
+const fn priorities() -> Field {
+    f(
+        "priorities",
+        Ty::Table(&PRIORITIES),
+        Absent("no classes: every operation alike"),
+        "the share of operations in each criticality class (Google SRE book): a full server queue turns away the least critical first; adds the columns `METRIC@CLASS`",
+    )
+    .rules("shares sum to 1; not with server.kind = \"occ\"")
+}
+
+/// `[workload] priorities`: a share per class, most critical first.
+pub static PRIORITIES: Table = Table {
+    partial: false,
+    fields: &[
+        f("critical_plus", Ty::Num, Value("0.0"), "share of CRITICAL_PLUS operations: shed last")
+            .range(PROBABILITY),
+        f("critical", Ty::Num, Value("0.0"), "share of CRITICAL operations").range(PROBABILITY),
+        f("sheddable_plus", Ty::Num, Value("0.0"), "share of SHEDDABLE_PLUS operations").range(PROBABILITY),
+        f("sheddable", Ty::Num, Value("0.0"), "share of SHEDDABLE operations: shed first").range(PROBABILITY),
+    ],
+};
+
 const fn scope() -> Field {
     f(
         "scope",
@@ -379,6 +402,7 @@ pub static WORKLOAD: Tagged = Tagged {
                     Value("\"0\""),
                     "client start times spread uniformly over [0, ramp); 0 = all at t=0 (thundering herd)",
                 ),
+                priorities(),
             ],
         },
         Variant {
@@ -427,6 +451,7 @@ pub static WORKLOAD: Tagged = Tagged {
                     "how a Poisson stream follows the schedule: `exact` redraws a gap that crosses a rate change from the change (a Poisson process of the schedule); `at-next-arrival` draws each gap at the rate in force at the arrival that starts it, so a change takes effect from the first arrival after it, as a load generator that sleeps a random gap after each call (Brooker's simple_collapse_sim)",
                 )
                 .rules("not with arrivals = \"fixed\""),
+                priorities(),
             ],
         },
         Variant {
@@ -447,6 +472,7 @@ pub static WORKLOAD: Tagged = Tagged {
                     Absent("at 0"),
                     "each client's wake-up: its first call starts at max(wake-up, a draw of `gap`)",
                 ),
+                priorities(),
             ],
         },
         Variant {

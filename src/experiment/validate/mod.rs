@@ -9,8 +9,8 @@ use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
     ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DiscretePoint, DistSpec, ExperimentSpec, FaultSpec,
-    FaultStatus, InProgress, NamedFailure, PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec,
-    ServerSpec, Strategy, ThrottleSpec, WorkloadSpec,
+    FaultStatus, InProgress, NamedFailure, PRIORITY_CLASSES, PolicySpec, QueueServerSpec, RateChangesSpec,
+    RateLimitSpec, ServerSpec, Strategy, ThrottleSpec, WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 
@@ -59,6 +59,7 @@ fn check(spec: &ExperimentSpec) -> Check {
         }
     }
     workload(&spec.workload)?;
+    priorities(spec)?;
     queue_workload(spec)?;
     dist("network.latency", &spec.network.latency)?;
     match &spec.server {
@@ -66,6 +67,34 @@ fn check(spec: &ExperimentSpec) -> Check {
         ServerSpec::Occ {} => occ_unsupported(spec)?,
     }
     strategies(spec)
+}
+
+/// `[workload] priorities`: shares that sum to 1, a queue server, and no window named after a
+/// class (both make `METRIC@NAME` columns).
+fn priorities(spec: &ExperimentSpec) -> Check {
+    let Some(p) = spec.workload.priorities() else { return Ok(()) };
+    let total: f64 = p.shares().iter().sum();
+    if (total - 1.0).abs() > 1e-9 {
+        fail(
+            "workload.priorities",
+            format!(
+                "the shares sum to {total}, not 1: give each class its share of the operations, e.g. {{ critical = 0.2, sheddable = 0.8 }}"
+            ),
+        )?;
+    }
+    if matches!(spec.server, ServerSpec::Occ {}) {
+        fail(
+            "workload.priorities",
+            "is not supported for server.kind = \"occ\" (it answers at once and sheds nothing); remove it or use the queue server",
+        )?;
+    }
+    if let Some(name) = spec.output.windows.keys().find(|w| PRIORITY_CLASSES.contains(&w.as_str())) {
+        fail(
+            format!("output.windows.{name}"),
+            "is the name of a priority class, whose columns are `METRIC@CLASS` too: rename the window",
+        )?;
+    }
+    Ok(())
 }
 
 /// The name becomes the folder `results/<name>/`: keep it a plain, portable file name.
