@@ -18,11 +18,17 @@
 //! | [`brooker_collapse`] (`brooker_collapse.rs`) | Brooker's simple_collapse_sim ramp scenarios, window by window, against its outputs over independent seeds |
 //! | [`osdi`] (`osdi.rs`) | the OSDI '22 retry experiment's four outcomes, through the connection pool |
 //! | [`rate_limits`] (`rate_limits.rs`) | the server's rate limiters: admitted rate under overload, the fixed window's boundary herd |
+//! | [`disciplines`] (`disciplines.rs`) | the queue disciplines on a scripted queue: RFC 8289 CoDel's drop schedule, folly's CoDel rule, LIFO's newest first |
+//! | [`bulkhead`] (`bulkhead.rs`) | the client bulkhead: exactly `max_in_flight` in flight, the rest failing or waiting |
+//! | [`admission`] (`admission.rs`) | Envoy's admission control: the rejected share its formula gives |
 
+pub mod admission;
 pub mod aws;
 pub mod brooker;
 pub mod brooker_collapse;
+pub mod bulkhead;
 mod controls;
+pub mod disciplines;
 pub mod osdi;
 mod parameters;
 mod queueing;
@@ -224,6 +230,27 @@ pub const CHECKS: &[CheckDef] = &[
         method: rate_limits::METHOD,
         series: true,
         evaluate: rate_limits::evaluate,
+    },
+    CheckDef {
+        id: "queue-disciplines",
+        title: "Queue disciplines: CoDel's drop schedule, folly's CoDel, LIFO",
+        method: disciplines::METHOD,
+        series: true,
+        evaluate: disciplines::evaluate,
+    },
+    CheckDef {
+        id: "bulkhead",
+        title: "Client bulkhead: max_in_flight in flight, the rest fail or wait",
+        method: bulkhead::METHOD,
+        series: true,
+        evaluate: bulkhead::evaluate,
+    },
+    CheckDef {
+        id: "admission-control",
+        title: "Envoy admission control: the rejected share",
+        method: admission::METHOD,
+        series: false,
+        evaluate: admission::evaluate,
     },
 ];
 
