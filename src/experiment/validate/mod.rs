@@ -458,7 +458,7 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
         )?;
     }
     if let Some(ThrottleSpec::EnvoyAdmissionControl { sampling_window: w, .. }) = &p.throttle
-        && w.as_ns() % 1_000_000_000 != 0
+        && !w.as_ns().is_multiple_of(1_000_000_000)
     {
         fail(
             format!("{key}.throttle.sampling_window"),

@@ -72,7 +72,9 @@ impl EnvoyAdmissionParams {
     /// [0, 1].
     pub fn validate(&self) -> Result<(), &'static str> {
         let window = self.sampling_window.as_ns();
-        if window < ENVOY_ADMISSION_GRANULARITY.as_ns() || window % ENVOY_ADMISSION_GRANULARITY.as_ns() != 0 {
+        if window < ENVOY_ADMISSION_GRANULARITY.as_ns()
+            || !window.is_multiple_of(ENVOY_ADMISSION_GRANULARITY.as_ns())
+        {
             return Err("the sampling window must be a whole number of seconds, at least 1 s");
         }
         if !(0.01..=1.0).contains(&self.sr_threshold) {
