@@ -21,6 +21,7 @@ use crate::policy::limit::vegas::VegasParams;
 use crate::policy::limit::{LimitKind, LimitParams};
 use crate::policy::pool::PoolParams;
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
+use crate::policy::throttle::EnvoyAdmissionParams;
 use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
 use crate::policy::{
     BreakerParams, BreakerWindow, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams,
@@ -118,6 +119,23 @@ pub fn gate_params(s: &Strategy) -> GateParams {
             (ThrottleParams::Sre(SreThrottleParams { k, window: window.span() }), scope(sc))
         }
         ThrottleSpec::AwsAdaptive { scope: sc } => (ThrottleParams::AwsAdaptive, scope(sc)),
+        ThrottleSpec::EnvoyAdmissionControl {
+            sampling_window,
+            sr_threshold,
+            aggression,
+            rps_threshold,
+            max_rejection_probability,
+            scope: sc,
+        } => {
+            let p = EnvoyAdmissionParams {
+                sampling_window: sampling_window.span(),
+                sr_threshold,
+                aggression,
+                rps_threshold,
+                max_rejection_probability,
+            };
+            (ThrottleParams::EnvoyAdmission(p), scope(sc))
+        }
     });
     GateParams { budget, breaker, throttle, limit: limit(s) }
 }

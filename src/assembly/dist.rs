@@ -9,6 +9,21 @@ use rand_distr::{Exp, LogNormal, Normal};
 pub fn dist(spec: &DistSpec) -> Dist {
     let ns = |d: Duration| d.as_ns() as f64;
     match *spec {
+        // One point: a constant, which draws nothing.
+        DistSpec::Discrete { ref points } if points.len() == 1 => Dist::Constant(points[0].value.span()),
+        DistSpec::Discrete { ref points } => {
+            let mut cumulative = 0.0;
+            let mut table: Vec<(f64, Span)> = points
+                .iter()
+                .map(|p| {
+                    cumulative += p.weight;
+                    (cumulative, p.value.span())
+                })
+                .collect();
+            // Validated to sum to 1 within 1e-9: the last point takes the rest.
+            table.last_mut().expect("validated: at least one point").0 = 1.0;
+            Dist::Discrete(table.into())
+        }
         DistSpec::Constant { value } => Dist::Constant(value.span()),
         DistSpec::Uniform { low, high } => Dist::Uniform { low: ns(low), width: ns(high) - ns(low) },
         DistSpec::Normal { mean, sd } => {
@@ -30,6 +45,7 @@ pub fn dist(spec: &DistSpec) -> Dist {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::DiscretePoint;
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -60,6 +76,16 @@ mod tests {
             ),
             // Lognormal: mean = median * exp(sigma^2 / 2).
             (DistSpec::Lognormal { median: Duration(10 * MS), sigma: 0.5 }, 10e6 * (0.125f64).exp()),
+            // Brooker's bimodal service: 0.1 ms w.p. 0.999, 10 ms w.p. 0.001: mean 0.1099 ms.
+            (
+                DistSpec::Discrete {
+                    points: vec![
+                        DiscretePoint { value: Duration(MS / 10), weight: 0.999 },
+                        DiscretePoint { value: Duration(10 * MS), weight: 0.001 },
+                    ],
+                },
+                0.1099e6,
+            ),
         ];
         for (spec, expected) in cases {
             let (m, se) = mean_se(spec.clone(), n);

@@ -18,6 +18,7 @@ pub mod workload;
 use crate::engine::Instant;
 use crate::experiment::{ExperimentSpec, ServerSpec, Strategy, WorkloadSpec};
 use crate::metrics::{RunMetrics, Window};
+use crate::model::priorities::PriorityParams;
 use crate::model::{DefaultQueue, QueueChoice, RunParams, ServerKind};
 
 /// The parameters of a run of `strategy` at the point `spec`.
@@ -40,6 +41,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         pool: client::pool(strategy),
         bulkhead: client::bulkhead(strategy),
         hedge: hedge::hedge(strategy),
+        priorities: spec.workload.priorities().map(|p| PriorityParams { shares: p.shares() }),
         windows: spec
             .output
             .windows

@@ -28,13 +28,13 @@ pub fn consumers(
 
 pub fn workload(spec: &WorkloadSpec) -> Workload {
     match spec {
-        WorkloadSpec::Closed { clients, ops_per_client, think_time, ramp } => Workload::Closed {
+        WorkloadSpec::Closed { clients, ops_per_client, think_time, ramp, .. } => Workload::Closed {
             clients: *clients,
             ops_per_client: *ops_per_client,
             think: think_time.span(),
             ramp: ramp.span(),
         },
-        WorkloadSpec::Serial { clients, gap, duration, first_call } => Workload::Serial {
+        WorkloadSpec::Serial { clients, gap, duration, first_call, .. } => Workload::Serial {
             clients: *clients,
             gap: dist(gap),
             end: Instant::ZERO + duration.span(),
@@ -50,7 +50,9 @@ pub fn workload(spec: &WorkloadSpec) -> Workload {
                 streams: Streams::Fleet,
             }
         }
-        WorkloadSpec::Open { rate, duration, schedule, clients, arrivals, first_call, rate_changes } => {
+        WorkloadSpec::Open {
+            rate, duration, schedule, clients, arrivals, first_call, rate_changes, ..
+        } => {
             let spacing = match (arrivals, rate_changes) {
                 (ArrivalsSpec::Fixed, _) => Spacing::Fixed,
                 (_, RateChangesSpec::Exact) => Spacing::Poisson,

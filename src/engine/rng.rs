@@ -38,6 +38,8 @@ pub enum Stream {
     ServerLimit = 8,
     /// The load balancer's draws and the outlier detector's enforcement (`replicas`).
     Balancer = 9,
+    /// Each operation's priority class (`[workload] priorities`).
+    Priorities = 10,
 }
 
 /// The SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

@@ -334,6 +334,7 @@ pub fn mean_s(d: &DistSpec) -> f64 {
         DistSpec::Uniform { low, high } => (s(low) + s(high)) / 2.0,
         DistSpec::Exponential { mean } => s(mean),
         DistSpec::Lognormal { median, sigma } => s(median) * (sigma * sigma / 2.0).exp(),
+        DistSpec::Discrete { ref points } => super::spec::discrete_moment(points, 1),
         DistSpec::Normal { mean, sd } => {
             let (m, sd) = (s(mean), s(sd));
             if sd == 0.0 {

@@ -327,9 +327,9 @@ fn per_client_controls(p: &PolicySpec) -> bool {
     });
     let breaker = p.breaker.as_ref().is_some_and(|b| b.scope() == Scope::Client);
     let throttle = p.throttle.as_ref().is_some_and(|t| match t {
-        super::spec::ThrottleSpec::Sre { scope, .. } | super::spec::ThrottleSpec::AwsAdaptive { scope } => {
-            *scope == Scope::Client
-        }
+        super::spec::ThrottleSpec::Sre { scope, .. }
+        | super::spec::ThrottleSpec::AwsAdaptive { scope }
+        | super::spec::ThrottleSpec::EnvoyAdmissionControl { scope, .. } => *scope == Scope::Client,
     });
     budget || breaker || throttle
 }

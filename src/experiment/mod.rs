@@ -70,8 +70,10 @@ pub struct Experiment {
     pub runs: u32,
     /// Whether `timeseries.csv` is written (`[output] timeseries`).
     pub timeseries: bool,
-    /// The names of `[output] windows`, in name order: each adds its windowed metrics to
-    /// runs.csv and summary.csv ([`crate::metrics::catalogue::columns`]).
+    /// The names of `[output] windows`, in name order, then with `[workload] priorities` the
+    /// four classes' (`critical_plus`, `critical`, `sheddable_plus`, `sheddable`): each adds
+    /// its windowed metrics to runs.csv and summary.csv
+    /// ([`crate::metrics::catalogue::columns`]).
     pub windows: Vec<String>,
     /// `[output] reference`, checked against the sweep: the verdict's reference point as
     /// (swept key, value as in its CSV column) pairs; empty for the first point.

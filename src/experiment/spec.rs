@@ -50,7 +50,14 @@ pub struct OutputSpec {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum WorkloadSpec {
     /// `clients` clients each run `ops_per_client` operations back to back.
-    Closed { clients: u32, ops_per_client: u32, think_time: Duration, ramp: Duration },
+    Closed {
+        clients: u32,
+        ops_per_client: u32,
+        think_time: Duration,
+        ramp: Duration,
+        #[serde(default)]
+        priorities: Option<PrioritiesSpec>,
+    },
     /// `clients` clients, each starting its next call at max(end of its previous call, that
     /// call's start + a draw of `gap`), until `duration`.
     Serial {
@@ -59,6 +66,8 @@ pub enum WorkloadSpec {
         duration: Duration,
         #[serde(default)]
         first_call: Option<DistSpec>,
+        #[serde(default)]
+        priorities: Option<PrioritiesSpec>,
     },
     /// Arrivals at `rate` per second for `duration`.
     Open {
@@ -74,6 +83,8 @@ pub enum WorkloadSpec {
         /// How a Poisson stream follows the schedule's rate changes.
         #[serde(default)]
         rate_changes: RateChangesSpec,
+        #[serde(default)]
+        priorities: Option<PrioritiesSpec>,
     },
     /// Messages arrive in a queue at `rate` for `duration`; the server's workers are the
     /// consumers that take them, each message waited for `visibility_timeout` from when a
@@ -91,7 +102,39 @@ pub enum WorkloadSpec {
     },
 }
 
+/// `[workload] priorities`: the share of operations in each criticality class of the Google
+/// SRE book (DESIGN §3.3), most critical first; absent classes have share 0.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PrioritiesSpec {
+    pub critical_plus: f64,
+    pub critical: f64,
+    pub sheddable_plus: f64,
+    pub sheddable: f64,
+}
+
+/// The classes' names, most critical first: the order of [`PrioritiesSpec::shares`], of the
+/// model's class numbers, and of the `METRIC@CLASS` columns.
+pub const PRIORITY_CLASSES: [&str; 4] = ["critical_plus", "critical", "sheddable_plus", "sheddable"];
+
+impl PrioritiesSpec {
+    /// The shares, in [`PRIORITY_CLASSES`] order.
+    pub fn shares(&self) -> [f64; 4] {
+        [self.critical_plus, self.critical, self.sheddable_plus, self.sheddable]
+    }
+}
+
 impl WorkloadSpec {
+    /// `priorities`, if the workload has classes.
+    pub fn priorities(&self) -> Option<&PrioritiesSpec> {
+        match self {
+            WorkloadSpec::Closed { priorities, .. }
+            | WorkloadSpec::Serial { priorities, .. }
+            | WorkloadSpec::Open { priorities, .. } => priorities.as_ref(),
+            WorkloadSpec::Queue { .. } => None,
+        }
+    }
+
     /// The rate, duration and rate steps of a workload whose operations arrive at a rate
     /// (`open`, and `queue` with a constant rate).
     pub fn rates(&self) -> Option<(f64, Duration, &[RateStep])> {
@@ -168,6 +211,24 @@ pub enum DistSpec {
         median: Duration,
         sigma: f64,
     },
+    /// `value` of one of `points`, each with probability `weight` (the weights sum to 1): a
+    /// bimodal service time such as Brooker's 0.1 ms with 0.1 % at 10 ms.
+    Discrete {
+        points: Vec<DiscretePoint>,
+    },
+}
+
+/// One value of a `discrete` distribution and its probability.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DiscretePoint {
+    pub value: Duration,
+    pub weight: f64,
+}
+
+/// `E[X^k]` in seconds^k of a `discrete` distribution's points.
+pub fn discrete_moment(points: &[DiscretePoint], k: i32) -> f64 {
+    points.iter().map(|p| p.weight * p.value.as_secs_f64().powi(k)).sum()
 }
 
 impl Default for DistSpec {
@@ -711,8 +772,23 @@ pub enum BreakerWindowSpec {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum ThrottleSpec {
-    Sre { k: f64, window: Duration, scope: Scope },
-    AwsAdaptive { scope: Scope },
+    Sre {
+        k: f64,
+        window: Duration,
+        scope: Scope,
+    },
+    AwsAdaptive {
+        scope: Scope,
+    },
+    /// Envoy's `admission_control` filter (DESIGN §4.4).
+    EnvoyAdmissionControl {
+        sampling_window: Duration,
+        sr_threshold: f64,
+        aggression: f64,
+        rps_threshold: u32,
+        max_rejection_probability: f64,
+        scope: Scope,
+    },
 }
 
 /// `pool = { ... }` (DESIGN §4.7): the client's connection pool.

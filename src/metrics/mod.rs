@@ -11,4 +11,5 @@ pub mod series;
 
 pub use crate::policy::FailReason;
 pub use catalogue::{Better, METRICS, Metric, Value};
+pub(crate) use recorder::quantile_s;
 pub use recorder::{Latencies, RunMetrics, RunRecorder, Window, WindowMetrics, latency_histogram};

@@ -737,7 +737,7 @@ impl RunRecorder {
 /// Quantile `p` of a latency histogram in seconds (`None` when it is empty). A quantile is the
 /// top of its histogram bucket (within 0.1 %), which can lie above the exact maximum: no
 /// quantile exceeds the maximum, so it is clamped there.
-fn quantile_s(h: &Histogram<u64>, max_ns: u64, p: f64) -> Option<f64> {
+pub(crate) fn quantile_s(h: &Histogram<u64>, max_ns: u64, p: f64) -> Option<f64> {
     (!h.is_empty()).then(|| h.value_at_quantile(p).min(max_ns) as f64 / NS_PER_S)
 }
 

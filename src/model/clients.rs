@@ -10,6 +10,7 @@
 //! per-operation ids, timers, Retry-After). `false` runs every test.
 
 use super::ops::{Op, OpTable};
+use super::priorities::{Class, Priorities, PriorityParams};
 use super::workload::Workload;
 use super::workspace::Leftovers;
 use crate::engine::rng::{Stream, derive};
@@ -96,6 +97,9 @@ pub struct Clients {
     redrives: Option<RedriveSchedule>,
     /// [`Delivery::visibility`].
     visibility: Option<Span>,
+    /// Priority classes (`[workload] priorities`): each operation's class and the per-class
+    /// measures.
+    priorities: Option<Priorities>,
 }
 
 impl Clients {
@@ -147,6 +151,7 @@ impl Clients {
             dead_letter,
             redrives,
             visibility,
+            priorities: None,
         }
     }
 
@@ -167,6 +172,37 @@ impl Clients {
 
     /// Whether the clients are plain: no controls, no per-operation ids (which a dead-letter
     /// queue and a visibility timeout need too), and a plain retry policy ([`RetryPolicy::is_plain`]).
+    /// Operations draw priority classes (`[workload] priorities`; `run_seed` seeds the draws).
+    /// Called before the first operation starts.
+    pub fn with_priorities(mut self, params: Option<PriorityParams>, run_seed: u64) -> Clients {
+        if let Some(p) = params {
+            // The class lives in the operation's side data.
+            self.ops.keep_extra();
+            self.priorities = Some(Priorities::new(p, run_seed));
+        }
+        self
+    }
+
+    /// Whether operations have priority classes.
+    pub fn has_priorities(&self) -> bool {
+        self.priorities.is_some()
+    }
+
+    /// The priority class of `slot`'s operation, when classes are used.
+    #[inline]
+    pub fn class_of(&mut self, slot: u32) -> Option<Class> {
+        self.priorities.as_ref()?;
+        Some(self.ops.extra(slot).priority)
+    }
+
+    /// Counts a request of `class` reaching the server (classes are used).
+    #[inline]
+    pub fn class_server_call(&mut self, class: Class) {
+        if let Some(p) = &mut self.priorities {
+            p.server_call(class);
+        }
+    }
+
     pub fn is_plain(&self) -> bool {
         !self.controls && !self.ops.has_extra() && self.policy.is_plain()
     }
@@ -224,7 +260,11 @@ impl Clients {
         if self.has_controls::<PLAIN>() {
             self.gate.op_started(client, now);
         }
-        self.ops.insert(Op::new(now, client, self.policy.backoff.initial_state(), jitter))
+        let slot = self.ops.insert(Op::new(now, client, self.policy.backoff.initial_state(), jitter));
+        if !PLAIN && let Some(p) = &mut self.priorities {
+            self.ops.extra(slot).priority = p.draw();
+        }
+        slot
     }
 
     /// The operation wants to send its next attempt at `now`: the gate admits it (then it is
@@ -288,6 +328,9 @@ impl Clients {
         let op = self.ops.get(slot);
         let (started, client, attempts) = (op.started, op.client, op.attempts);
         rec.op_succeeded::<PLAIN>(started, attempts, now);
+        if !PLAIN && let Some(p) = &mut self.priorities {
+            p.succeeded(self.ops.extra(slot).priority, now.since(started));
+        }
         if self.has_controls::<PLAIN>() {
             let last_cost = self.ops.get(slot).last_cost;
             self.gate.op_ended(client, true, last_cost);
@@ -548,7 +591,11 @@ impl Clients {
                 rec.failed_but_applied();
             }
         }
-        let (metrics, latency) = rec.finish(events, faults, horizon);
+        let (mut metrics, latency) = rec.finish(events, faults, horizon);
+        if let Some(p) = &self.priorities {
+            // The classes' columns follow the windows' (`METRIC@CLASS`).
+            metrics.windows.extend(p.finish());
+        }
         (metrics, Leftovers { ops: self.ops, latency })
     }
 

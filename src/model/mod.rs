@@ -12,6 +12,7 @@ pub mod hedges;
 pub mod network;
 pub mod occ_model;
 pub mod ops;
+pub mod priorities;
 pub mod queue_model;
 pub mod replicas;
 pub mod server;
@@ -117,6 +118,8 @@ pub struct RunParams {
     pub windows: Vec<Window>,
     /// The server's replicas after the first and their balancer (`[server] replicas` > 1).
     pub replicas: Option<replicas::ReplicaParams>,
+    /// The operations' priority classes (`[workload] priorities`), if used.
+    pub priorities: Option<priorities::PriorityParams>,
 }
 
 /// Whether a run with `params` is plain, and takes the queue model's copy compiled for plain
@@ -146,6 +149,7 @@ fn clients(params: &RunParams, run_seed: u64, ops: ops::OpTable) -> Clients {
     let keys = params.keys != KeyMode::None || params.replicas.is_some();
     let delivery = Delivery { dead_letter: params.dead_letter, visibility: params.visibility };
     Clients::new(&params.workload, params.retry, gate, run_seed, keys, delivery, ops)
+        .with_priorities(params.priorities, run_seed)
 }
 
 /// One replication with the run's master seed and a chosen event queue. The run reuses the

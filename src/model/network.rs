@@ -16,7 +16,7 @@ pub struct Network {
 
 /// The network's parameters: each hop's latency, and the probabilities that a request or a
 /// response is lost.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct NetworkParams {
     pub latency: Dist,
     pub request_loss: f64,
@@ -25,7 +25,7 @@ pub struct NetworkParams {
 
 impl Network {
     pub fn new(params: &NetworkParams, rng: Xoshiro256PlusPlus) -> Network {
-        let latency = params.latency;
+        let latency = params.latency.clone();
         Network {
             perfect: latency.is_zero() && params.request_loss == 0.0 && params.response_loss == 0.0,
             latency,

@@ -58,6 +58,8 @@ pub struct OpExtra {
     pub dead_lettered: bool,
     /// How many re-drives gave it a new idempotency key (part of the key).
     pub redrive_key: u8,
+    /// Its priority class (`[workload] priorities`; 0 without classes).
+    pub priority: crate::model::priorities::Class,
     /// The attempt whose visibility timer runs (a queue workload: the timer starts when a
     /// consumer takes the message, once per attempt).
     pub visible_attempt: u32,
@@ -117,6 +119,12 @@ impl OpTable {
         self.extra.clear();
         self.with_extra = with_extra;
         self.free.clear();
+    }
+
+    /// Keeps an [`OpExtra`] per slot from now on (called on an empty table).
+    pub fn keep_extra(&mut self) {
+        debug_assert!(self.slots.is_empty(), "side data is kept from the first operation");
+        self.with_extra = true;
     }
 
     /// Stores a new operation and returns its slot.

@@ -258,7 +258,10 @@ pub fn run<Q: EventQueue<Ev>>(
     server: ServerParams,
     inputs: RunInputs<'_, Q>,
 ) -> (RunMetrics, Q, Leftovers) {
-    let server = Server::new(server, inputs.run_seed);
+    let mut server = Server::new(server, inputs.run_seed);
+    if inputs.clients.has_priorities() {
+        server.shed_by_priority();
+    }
     let layers = inputs.gateways.is_some();
     let waits = inputs.connections.is_some() || inputs.bulkheads.is_some() || inputs.hedges.is_some();
     if plain_copy
@@ -357,7 +360,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
             model.first_starts = starts;
         }
         Workload::Serial { clients, gap, end, first_call } => {
-            let mut starts = SerialStarts::new(*clients, *gap, *end);
+            let mut starts = SerialStarts::new(*clients, gap.clone(), *end);
             for client in 0..*clients {
                 let wake = first_call
                     .as_ref()
@@ -768,6 +771,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         if !PLAIN && self.keys != KeyMode::None {
             req.key_tag = self.key_tag(req.op);
         }
+        if !PLAIN && let Some(class) = self.clients.class_of(op) {
+            self.classified(op, class);
+        }
         if self.has_replicas() {
             return self.arrive_at_replica(req, now, s);
         }
@@ -823,7 +829,21 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             Arrival::Parked => self.accepted(now, false, r),
             Arrival::Replayed(o) => self.replayed(req, o, s),
             Arrival::Delayed(wait) => s.schedule_in(wait, Ev::released(req.op, req.attempt, req.gives_up_at)),
+            Arrival::Displaced { evicted, reply } => {
+                // The arrival is queued; the less critical request it displaced leaves with the
+                // full queue's answer (as a discipline's shed request, not counted again).
+                self.accepted(now, true, r);
+                self.respond(evicted, reply, s)
+            }
         }
+    }
+
+    /// A request of `op`, of priority class `class`, reaches the server: the server learns
+    /// its class, and the class counts a server call (out of line: only runs with classes).
+    #[inline(never)]
+    fn classified(&mut self, op: u32, class: crate::model::priorities::Class) {
+        self.server.classify(op, class);
+        self.clients.class_server_call(class);
     }
 
     /// The rate limiter held attempt `attempt` of `op` and now lets it go on: the stages

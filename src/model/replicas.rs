@@ -140,7 +140,13 @@ impl Replicas {
             Arrival::Answered(reply) | Arrival::Replayed(reply) => self.answered(r, reply, now),
             // Envoy learns of a request never answered at its per-try timeout, as a 504.
             Arrival::Silenced => self.answered(r, Reply::of(Outcome::Timeout), now),
-            Arrival::Started { .. } | Arrival::Queued | Arrival::Parked | Arrival::Delayed(_) => {
+            // Displaced: the arrival is queued (priority classes are refused with replicas, so
+            // the evicted request never belongs to a replica here).
+            Arrival::Started { .. }
+            | Arrival::Queued
+            | Arrival::Parked
+            | Arrival::Delayed(_)
+            | Arrival::Displaced { .. } => {
                 self.active[r as usize] += 1;
                 if self.balancer.wants_rtt() {
                     self.sent_at.insert((op, attempt), now);

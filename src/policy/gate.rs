@@ -6,7 +6,7 @@
 //! | moment | call | what the controls do there |
 //! |---|---|---|
 //! | an operation starts | [`Gate::op_started`] | a ratio budget deposits (Finagle: once per original request); Brooker's bucket deposits, his retry-ratio breaker counts a call |
-//! | an attempt is about to be sent (the first included) | [`Gate::admit`] | the AWS adaptive limiter may delay it; a concurrency limit, a breaker or the SRE throttle may fail it locally; the Envoy budget counts it active |
+//! | an attempt is about to be sent (the first included) | [`Gate::admit`] | the AWS adaptive limiter may delay it; a concurrency limit, a breaker, the SRE throttle or Envoy's admission control may fail it locally; the Envoy budget counts it active |
 //! | an attempt failed and the retry decision asks | [`RetryPermission::permit_retry`] (through [`Gate::client`]) | an open breaker refuses, and so does a retry-ratio breaker over its threshold; a budget takes tokens or refuses |
 //! | the client stopped waiting for an attempt (answer or timeout) | [`Gate::answered`] | breakers, throttles and the gRPC token count record it (a retry-ratio breaker counts failures only); the Envoy budget counts it ended; a concurrency limit takes its permit back and learns from it |
 //! | an operation ended | [`Gate::op_ended`] | a token bucket refunds on success |
@@ -22,7 +22,9 @@ use super::budget::{
     GrpcThrottleParams, RatioBudget, RatioBudgetParams, RetryCause, TokenBucket, TokenBucketParams,
 };
 use super::limit::{LimitParams, Limiter, Release};
-use super::throttle::{AwsAdaptive, SreThrottle, SreThrottleParams};
+use super::throttle::{
+    AwsAdaptive, EnvoyAdmission, EnvoyAdmissionParams, SreThrottle, SreThrottleParams, envoy_admission,
+};
 use super::{BreakerState, FailReason, FailedAttempt, Outcome, RetryPermission};
 use crate::engine::rng::u01;
 use crate::engine::{Instant, Span};
@@ -88,6 +90,7 @@ pub enum BreakerKind {
 pub enum ThrottleParams {
     Sre(SreThrottleParams),
     AwsAdaptive,
+    EnvoyAdmission(EnvoyAdmissionParams),
 }
 
 /// A strategy's controls, as plain parameters.
@@ -119,6 +122,7 @@ enum Breakers {
 enum Throttle {
     Sre(Scoped<SreThrottle>),
     AwsAdaptive(Scoped<AwsAdaptive>),
+    EnvoyAdmission(Scoped<EnvoyAdmission>),
 }
 
 /// One control shared by all clients, or one per client.
@@ -208,6 +212,9 @@ impl Gate {
             ThrottleParams::AwsAdaptive => {
                 Throttle::AwsAdaptive(Scoped::new(scope, clients, || AwsAdaptive::new(start)))
             }
+            ThrottleParams::EnvoyAdmission(p) => {
+                Throttle::EnvoyAdmission(Scoped::new(scope, clients, || EnvoyAdmission::new(p)))
+            }
         });
         let limit = params.limit.map(|(p, scope)| Scoped::new(scope, clients, || Limiter::new(p, &mut rng)));
         let limit_sum = match &limit {
@@ -292,9 +299,13 @@ impl Gate {
     #[inline]
     fn refusal(&mut self, client: u32, now: Instant) -> Option<FailReason> {
         // `admit` counts the request whatever it answers (a refused request still counts).
-        if let Some(Throttle::Sre(s)) = &mut self.throttle
-            && !s.get(client).admit(now, u01(&mut self.rng))
-        {
+        let throttled = match &mut self.throttle {
+            Some(Throttle::Sre(s)) => !s.get(client).admit(now, u01(&mut self.rng)),
+            // A request Envoy's admission control rejects is not recorded.
+            Some(Throttle::EnvoyAdmission(e)) => !e.get(client).admit(now, u01(&mut self.rng)),
+            _ => false,
+        };
+        if throttled {
             return Some(FailReason::Throttled);
         }
         // A retry-ratio breaker never refuses an attempt here, only a retry.
@@ -327,6 +338,9 @@ impl Gate {
             Some(Throttle::Sre(s)) if is_accepted(a.outcome) => s.get(client).on_accept(a.now),
             Some(Throttle::AwsAdaptive(ad)) => {
                 ad.get(client).on_response(a.now, a.outcome == Outcome::Status(429))
+            }
+            Some(Throttle::EnvoyAdmission(e)) => {
+                e.get(client).record(a.now, envoy_admission::is_success(a.outcome))
             }
             _ => {}
         }

@@ -199,6 +199,10 @@ impl Live {
             Arrival::Silenced => self.finish(serial, Fate::Silenced, Reply::of(Outcome::Timeout), false, now),
             Arrival::Replayed(reply) => self.finish(serial, Fate::Replayed, reply, false, now),
             Arrival::Parked | Arrival::Queued => {}
+            // The arrival is queued; a less critical request leaves with the full queue's answer.
+            Arrival::Displaced { evicted, reply } => {
+                self.finish(evicted.attempt, Fate::Shed, reply, false, now)
+            }
             Arrival::Started { worker, service } => self.started(serial, worker, service, now),
             Arrival::Delayed(wait) => {
                 if let Some(p) = self.pending.get_mut(&serial) {

@@ -2,6 +2,7 @@
 //! moments of the service-time distributions, and the backoff formulas' means and bounds.
 //! Every function is the textbook formula, computed from the experiment file's own values.
 
+use crate::experiment::spec::discrete_moment;
 use crate::experiment::{BackoffSpec, DistSpec, Duration};
 
 /// Erlang B: the share of arrivals blocked in an M/G/c/c system offered `a` erlangs, by the
@@ -41,6 +42,7 @@ pub fn dist_mean(d: &DistSpec) -> f64 {
         DistSpec::Uniform { low, high } => (low.as_secs_f64() + high.as_secs_f64()) / 2.0,
         DistSpec::Exponential { mean } => mean.as_secs_f64(),
         DistSpec::Lognormal { median, sigma } => median.as_secs_f64() * (sigma * sigma / 2.0).exp(),
+        DistSpec::Discrete { ref points } => discrete_moment(points, 1),
         DistSpec::Normal { mean, sd } => {
             let (m, s) = (mean.as_secs_f64(), sd.as_secs_f64());
             if s == 0.0 {
@@ -62,6 +64,7 @@ pub fn dist_second_moment(d: &DistSpec) -> f64 {
         }
         DistSpec::Exponential { mean } => 2.0 * mean.as_secs_f64().powi(2),
         DistSpec::Lognormal { median, sigma } => median.as_secs_f64().powi(2) * (2.0 * sigma * sigma).exp(),
+        DistSpec::Discrete { ref points } => discrete_moment(points, 2),
         // Folding does not change the square.
         DistSpec::Normal { mean, sd } => mean.as_secs_f64().powi(2) + sd.as_secs_f64().powi(2),
     }

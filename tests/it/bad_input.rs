@@ -463,6 +463,72 @@ fn cases() -> Vec<Case> {
             text: replaced("name = \"fj\"\n", "name = \"fj\"\nmax_attempts = 1\nhedge = { max_attempts = 2, delay = \"p95\", budget = { capacity = 1.0 } }\n"),
             args: &[],
             stderr: &["`strategies.fj.hedge.budget.capacity`", "capacity > 1"],
+            what: "an admission-control window that is not whole seconds",
+            text: replaced(
+                "max_attempts = 3",
+                "max_attempts = 3\nthrottle = { kind = \"envoy-admission-control\", sampling_window = \"1500ms\" }",
+            ),
+            args: &[],
+            stderr: &["`strategies.fj.throttle.sampling_window`", "whole number of seconds"],
+        },
+        Case {
+            what: "an admission-control threshold below Envoy's 1 %",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nthrottle = { kind = \"envoy-admission-control\", sr_threshold = 0.005 }"),
+            args: &[],
+            stderr: &["`client.throttle.sr_threshold`", "from 0.01 to 1"],
+        },
+        Case {
+            what: "an admission-control aggression below 1",
+            text: replaced("max_attempts = 3", "max_attempts = 3\nthrottle = { kind = \"envoy-admission-control\", aggression = 0.5 }"),
+            args: &[],
+            stderr: &["`client.throttle.aggression`", "aggression >= 1"],
+        },
+        Case {
+            what: "discrete weights that do not sum to 1",
+            text: replaced(
+                "service_time = { dist = \"exponential\", mean = \"10ms\" }",
+                "service_time = { dist = \"discrete\", points = [{ value = \"1ms\", weight = 0.9 }, { value = \"10ms\", weight = 0.2 }] }",
+            ),
+            args: &[],
+            stderr: &["`server.service_time.points`", "sum to"],
+        },
+        Case {
+            what: "a discrete distribution without points",
+            text: replaced(
+                "service_time = { dist = \"exponential\", mean = \"10ms\" }",
+                "service_time = { dist = \"discrete\", points = [] }",
+            ),
+            args: &[],
+            stderr: &["`server.service_time.points`", "has 0 points"],
+        },
+        Case {
+            what: "priority shares that do not sum to 1",
+            text: replaced("clients = 20\n", "clients = 20\npriorities = { critical = 0.5, sheddable = 0.4 }\n"),
+            args: &[],
+            stderr: &["`workload.priorities`", "sum to 0.9"],
+        },
+        Case {
+            what: "an unknown priority class",
+            text: replaced("clients = 20\n", "clients = 20\npriorities = { important = 1.0 }\n"),
+            args: &[],
+            stderr: &["`workload.priorities.important`"],
+        },
+        Case {
+            what: "a window named after a priority class",
+            text: format!(
+                "{}[output]\nwindows = {{ critical = [\"1s\", \"2s\"] }}\n",
+                replaced("clients = 20\n", "clients = 20\npriorities = { critical = 1.0 }\n")
+            ),
+            args: &[],
+            stderr: &["`output.windows.critical`", "priority class"],
+        },
+        Case {
+            what: "priorities on the OCC server",
+            text: replaced("concurrency = 4\n", "kind = \"occ\"\n")
+                .replace("service_time = { dist = \"exponential\", mean = \"10ms\" }\nqueue = 0\n", "")
+                .replace("clients = 20\n", "clients = 20\npriorities = { critical = 1.0 }\n"),
+            args: &[],
+            stderr: &["`workload.priorities`", "not supported for server.kind = \"occ\""],
         },
         Case {
             what: "a run that cannot fit in memory",

@@ -6,6 +6,7 @@
 //! (`apt-get`, as root) and fails naming what to install when it cannot; a contributor without
 //! root leaves exactly those out with `cargo test --release -- --skip system::`.
 
+mod admission_control;
 mod architecture;
 mod aws_study;
 mod bad_input;
@@ -28,6 +29,7 @@ mod limits;
 mod memory;
 mod no_alloc;
 mod pool;
+mod priorities;
 mod queue_consumers;
 mod queue_equivalence;
 mod queueing_theory;

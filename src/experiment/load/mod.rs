@@ -12,6 +12,7 @@ mod paths;
 pub use decode::merged_strategy;
 pub use paths::{key_order, strategy_key};
 
+use super::spec::PRIORITY_CLASSES;
 use super::validate::validate;
 use super::{ConfigError, Experiment, Overrides, Point, TuneSection};
 use std::path::Path;
@@ -70,6 +71,20 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
     let reference = reference_point(&first.output.reference, &sweep_keys, &points, origin)
         .map_err(|e| attribute(e, &sets, &[]))?;
     let tune = tune.map(|raw| TuneSection { raw, base: tree.clone(), origin: origin.to_owned() });
+    // Priority classes add the columns `METRIC@CLASS` after the windows': every point has them
+    // or none (the columns are the experiment's).
+    let classes = first.workload.priorities().is_some();
+    if points.iter().any(|p| p.spec.workload.priorities().is_some() != classes) {
+        return Err(invalid(
+            origin,
+            "workload.priorities",
+            "is set at some points of the sweep and not at others: its columns must be the same at every point; set it at every point (shares may differ)".to_string(),
+        ));
+    }
+    let mut windows: Vec<String> = first.output.windows.keys().cloned().collect();
+    if classes {
+        windows.extend(PRIORITY_CLASSES.iter().map(|c| c.to_string()));
+    }
     Ok(Experiment {
         name: first.name.clone(),
         description: description(text),
@@ -85,7 +100,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         seed: first.seed,
         runs: first.runs,
         timeseries: first.output.timeseries,
-        windows: first.output.windows.keys().cloned().collect(),
+        windows,
         reference,
         sweep_keys,
         points,

@@ -27,6 +27,7 @@ use crate::policy::limit::gradient2::Gradient2Params;
 use crate::policy::limit::vegas::VegasParams;
 use crate::policy::outlier::OutlierParams;
 use crate::policy::pool::PoolParams;
+use crate::policy::throttle::EnvoyAdmissionParams;
 use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
 use std::borrow::Cow;
 
@@ -222,6 +223,29 @@ const PROBABILITY: Range = Range::Between(0.0, 1.0);
 const POSITIVE: Range = Range::Above(0.0);
 const SCOPE: Ty = Ty::Choice(&["client", "shared"]);
 
+/// `priorities` of a workload (DESIGN §3.3).
+const fn priorities() -> Field {
+    f(
+        "priorities",
+        Ty::Table(&PRIORITIES),
+        Absent("no classes: every operation alike"),
+        "the share of operations in each criticality class (Google SRE book): a full server queue turns away the least critical first; adds the columns `METRIC@CLASS`",
+    )
+    .rules("shares sum to 1; not with server.kind = \"occ\"")
+}
+
+/// `[workload] priorities`: a share per class, most critical first.
+pub static PRIORITIES: Table = Table {
+    partial: false,
+    fields: &[
+        f("critical_plus", Ty::Num, Value("0.0"), "share of CRITICAL_PLUS operations: shed last")
+            .range(PROBABILITY),
+        f("critical", Ty::Num, Value("0.0"), "share of CRITICAL operations").range(PROBABILITY),
+        f("sheddable_plus", Ty::Num, Value("0.0"), "share of SHEDDABLE_PLUS operations").range(PROBABILITY),
+        f("sheddable", Ty::Num, Value("0.0"), "share of SHEDDABLE operations: shed first").range(PROBABILITY),
+    ],
+};
+
 const fn scope() -> Field {
     f(
         "scope",
@@ -385,6 +409,7 @@ pub static WORKLOAD: Tagged = Tagged {
                     Value("\"0\""),
                     "client start times spread uniformly over [0, ramp); 0 = all at t=0 (thundering herd)",
                 ),
+                priorities(),
             ],
         },
         Variant {
@@ -433,6 +458,7 @@ pub static WORKLOAD: Tagged = Tagged {
                     "how a Poisson stream follows the schedule: `exact` redraws a gap that crosses a rate change from the change (a Poisson process of the schedule); `at-next-arrival` draws each gap at the rate in force at the arrival that starts it, so a change takes effect from the first arrival after it, as a load generator that sleeps a random gap after each call (Brooker's simple_collapse_sim)",
                 )
                 .rules("not with arrivals = \"fixed\""),
+                priorities(),
             ],
         },
         Variant {
@@ -453,6 +479,7 @@ pub static WORKLOAD: Tagged = Tagged {
                     Absent("at 0"),
                     "each client's wake-up: its first call starts at max(wake-up, a draw of `gap`)",
                 ),
+                priorities(),
             ],
         },
         Variant {
@@ -547,6 +574,23 @@ pub static DIST: Tagged = Tagged {
                     .message("{v} is not a spread: sigma must be a finite number >= 0"),
             ],
         },
+        Variant {
+            kind: "discrete",
+            doc: "one of the `points`' values, each with its weight's probability: `[{ value = \"0.1ms\", weight = 0.999 }, { value = \"10ms\", weight = 0.001 }]`",
+            fields: &[f("points", Ty::List(&Ty::Table(&DISCRETE_POINT)), Required, "the values and their probabilities")
+                .rules("1 to 16 points; weights sum to 1")],
+        },
+    ],
+};
+
+/// One point of `{ dist = "discrete" }`.
+pub static DISCRETE_POINT: Table = Table {
+    partial: false,
+    fields: &[
+        f("value", Ty::Duration, Required, "the value"),
+        f("weight", Ty::Num, Required, "its probability")
+            .range(Range::AboveUpTo(0.0, 1.0))
+            .message("{v} is not a probability above 0: write the point's share of draws, e.g. 0.001"),
     ],
 };
 
@@ -1421,6 +1465,11 @@ pub static THROTTLE: Tagged = Tagged {
             doc: "AWS SDK adaptive mode: a CUBIC send-rate limiter that delays attempts after throttling",
             fields: &[scope()],
         },
+        Variant {
+            kind: "envoy-admission-control",
+            doc: "Envoy's admission_control filter: reject locally with probability min(max_rejection_probability, max(0, (n - s / sr_threshold) / (n + 1))^(1 / aggression)), n requests and s successes (status < 500) over the window; rejected requests are not counted",
+            fields: ENVOY_ADMISSION_CONTROL,
+        },
     ],
 };
 
@@ -1574,6 +1623,49 @@ pub static CONCURRENCY_LIMIT: Tagged = Tagged {
         },
     ],
 };
+/// The keys of `throttle = { kind = "envoy-admission-control" }` (Envoy's defaults, read in
+/// `source/extensions/filters/http/admission_control/`).
+const ENVOY_ADMISSION_CONTROL: &[Field] = &[
+    f(
+        "sampling_window",
+        Ty::Duration,
+        Duration(EnvoyAdmissionParams::ENVOY.sampling_window, "s"),
+        "requests and successes are counted over this window, in samples of 1 s",
+    )
+    .range(Range::AtLeast(1e9))
+    .message("must be at least 1s: Envoy keeps its window in whole seconds, e.g. \"30s\"")
+    .rules("whole seconds"),
+    f(
+        "sr_threshold",
+        Ty::Num,
+        Num(EnvoyAdmissionParams::ENVOY.sr_threshold),
+        "the success rate below which requests are rejected (Envoy's percent as a fraction: 95 % is 0.95)",
+    )
+    .range(Range::Between(0.01, 1.0))
+    .message("{v} is not a success rate Envoy accepts: write a fraction from 0.01 to 1, e.g. 0.95 for 95 %"),
+    f(
+        "aggression",
+        Ty::Num,
+        Num(EnvoyAdmissionParams::ENVOY.aggression),
+        "the rejection curve's exponent is 1 / aggression: higher rejects sooner",
+    )
+    .range(Range::AtLeast(1.0))
+    .message("{v} is below 1, which Envoy treats as 1: write aggression >= 1"),
+    f(
+        "rps_threshold",
+        U32,
+        Int(EnvoyAdmissionParams::ENVOY.rps_threshold as u64),
+        "below this many requests per second over the window nothing is rejected",
+    ),
+    f(
+        "max_rejection_probability",
+        Ty::Num,
+        Num(EnvoyAdmissionParams::ENVOY.max_rejection_probability),
+        "the rejection probability never exceeds this (Envoy's percent as a fraction: 80 % is 0.8)",
+    )
+    .range(PROBABILITY),
+    scope(),
+];
 
 pub static POOL: Table = Table {
     partial: false,

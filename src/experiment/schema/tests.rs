@@ -174,6 +174,7 @@ name = "dlq-after"
 backoff = { kind = "none" }
 dead_letter = {}
 redrive = { after = "1s" }
+throttle = { kind = "envoy-admission-control", sampling_window = "10s", sr_threshold = 0.9, aggression = 1.5, rps_threshold = 2, max_rejection_probability = 0.7, scope = "shared" }
 [[strategies]]
 name = "ratio"
 backoff = { kind = "decorrelated-jitter", base = "5ms", cap = "1s" }
@@ -273,7 +274,7 @@ name = "c"
 backoff = { kind = "constant", base = "1ms" }
 "#;
     load_str(closed, "closed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
+    let service = "[server]\nconcurrency = 1\nservice_time = { dist = \"discrete\", points = [{ value = \"1ms\", weight = 0.9 }, { value = \"5ms\", weight = 0.1 }] }\n\
                    idempotency = { lock_ttl = \"30s\", release = \"delete\", fencing = true }\n\
                    adaptive_concurrency = { enabled = true, concurrency_update_interval = \"100ms\", sample_aggregate_percentile = 90.0, max_concurrency_limit = 500, min_concurrency_limit = 25, min_rtt_interval = \"60s\", min_rtt_request_count = 50, jitter = 10.0, min_concurrency = 50, buffer = 25.0 }\n";
     // A connection pool needs the queue server and a lossless network; a bulkhead, the queue
@@ -283,7 +284,11 @@ backoff = { kind = "constant", base = "1ms" }
     let constant = closed
         .replace("[server]\nkind = \"occ\"\n", service)
         .replace("dist = \"normal\", mean = \"1ms\", sd = \"0\"", "dist = \"exponential\", mean = \"1ms\"")
-        .replace("name = \"c\"\n", pool);
+        .replace("name = \"c\"\n", pool)
+        .replace(
+            "ramp = \"10ms\"\n",
+            "ramp = \"10ms\"\npriorities = { critical_plus = 0.1, critical = 0.2, sheddable_plus = 0.3, sheddable = 0.4 }\n",
+        );
     load_str(&constant, "constant.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let serial = constant
         .replace("kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n", "kind = \"serial\"\nclients = 3\ngap = { dist = \"exponential\", mean = \"100ms\" }\nduration = \"1s\"\n");
@@ -317,8 +322,9 @@ backoff = { kind = "constant", base = "1ms" }
         "kind = \"closed\"\nclients = 3\nops_per_client = 2\nthink_time = \"1ms\"\nramp = \"10ms\"\n",
         "kind = \"queue\"\nrate = 5.0\nduration = \"1s\"\narrivals = \"fixed\"\nvisibility_timeout = \"30s\"\nmax_receive_count = 5\nack_loss = 0.01\n",
     )
-    // A bulkhead with a queue workload is refused (its own check).
-    .replace("bulkhead = { max_in_flight = 2, max_wait = \"5ms\", scope = \"client\" }\n", "");
+    // A bulkhead with a queue workload is refused (its own check); a queue has no priorities.
+    .replace("bulkhead = { max_in_flight = 2, max_wait = \"5ms\", scope = \"client\" }\n", "")
+    .replace("priorities = { critical_plus = 0.1, critical = 0.2, sheddable_plus = 0.3, sheddable = 0.4 }\n", "");
     assert!(queue.contains("kind = \"queue\""), "test bug: the closed workload was not replaced");
     load_str(&queue, "queue.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     // A hedge needs the queue server, no pool and max_attempts = 1 (hedging replaces retrying).

@@ -10,9 +10,10 @@ use super::IdempotencyMode;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
-    AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DistSpec, ExperimentSpec,
-    FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PolicySpec, QueueServerSpec,
-    RateChangesSpec, RateLimitSpec, ServerSpec, Strategy, WorkloadSpec,
+    AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DiscretePoint, DistSpec,
+    ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PRIORITY_CLASSES,
+    PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec, Strategy, ThrottleSpec,
+    WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 
@@ -61,13 +62,42 @@ fn check(spec: &ExperimentSpec) -> Check {
         }
     }
     workload(&spec.workload)?;
+    priorities(spec)?;
     queue_workload(spec)?;
     dist("network.latency", &spec.network.latency)?;
     match &spec.server {
-        ServerSpec::Queue(q) => queue_server(q)?,
+        ServerSpec::Queue(q) => queue_server(q, spec.workload.priorities().is_some())?,
         ServerSpec::Occ {} => occ_unsupported(spec)?,
     }
     strategies(spec)
+}
+
+/// `[workload] priorities`: shares that sum to 1, a queue server, and no window named after a
+/// class (both make `METRIC@NAME` columns).
+fn priorities(spec: &ExperimentSpec) -> Check {
+    let Some(p) = spec.workload.priorities() else { return Ok(()) };
+    let total: f64 = p.shares().iter().sum();
+    if (total - 1.0).abs() > 1e-9 {
+        fail(
+            "workload.priorities",
+            format!(
+                "the shares sum to {total}, not 1: give each class its share of the operations, e.g. {{ critical = 0.2, sheddable = 0.8 }}"
+            ),
+        )?;
+    }
+    if matches!(spec.server, ServerSpec::Occ {}) {
+        fail(
+            "workload.priorities",
+            "is not supported for server.kind = \"occ\" (it answers at once and sheds nothing); remove it or use the queue server",
+        )?;
+    }
+    if let Some(name) = spec.output.windows.keys().find(|w| PRIORITY_CLASSES.contains(&w.as_str())) {
+        fail(
+            format!("output.windows.{name}"),
+            "is the name of a priority class, whose columns are `METRIC@CLASS` too: rename the window",
+        )?;
+    }
+    Ok(())
 }
 
 /// The name becomes the folder `results/<name>/`: keep it a plain, portable file name.
@@ -161,11 +191,38 @@ fn dist(key: &str, d: &DistSpec) -> Check {
             format!("{key}.high"),
             format!("high ({high}) is below low ({low}): a uniform distribution needs low <= high"),
         ),
+        DistSpec::Discrete { ref points } => discrete(key, points),
         _ => Ok(()),
     }
 }
 
-fn queue_server(q: &QueueServerSpec) -> Check {
+/// The most points a `discrete` distribution takes (a sample scans them).
+pub const MAX_DISCRETE_POINTS: usize = 16;
+
+/// `{ dist = "discrete" }`: 1 to 16 points whose weights sum to 1 (to 1e-9).
+fn discrete(key: &str, points: &[DiscretePoint]) -> Check {
+    if points.is_empty() || points.len() > MAX_DISCRETE_POINTS {
+        fail(
+            format!("{key}.points"),
+            format!(
+                "has {} points: give 1 to {MAX_DISCRETE_POINTS}, e.g. [{{ value = \"0.1ms\", weight = 0.999 }}, {{ value = \"10ms\", weight = 0.001 }}]",
+                points.len()
+            ),
+        )?;
+    }
+    let total: f64 = points.iter().map(|p| p.weight).sum();
+    if (total - 1.0).abs() > 1e-9 {
+        fail(
+            format!("{key}.points"),
+            format!(
+                "weights sum to {total}, not 1: each weight is its value's probability; make them add up to 1"
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+fn queue_server(q: &QueueServerSpec, priorities: bool) -> Check {
     at_most("server.concurrency", q.concurrency, MAX_CONCURRENCY, "workers")?;
     dist("server.service_time", &q.service_time)?;
     if let DistSpec::Exponential { mean: Duration::ZERO } = q.service_time {
@@ -197,7 +254,7 @@ fn queue_server(q: &QueueServerSpec) -> Check {
              set server.idempotency.on_in_progress = \"conflict\" (a repeat is answered 409 while the lock lasts), or remove lock_ttl",
         )?;
     }
-    replicas(q)?;
+    replicas(q, priorities)?;
     if let Some(o) = &q.overload
         && o.knee > q.concurrency
     {
@@ -213,7 +270,7 @@ fn queue_server(q: &QueueServerSpec) -> Check {
 }
 
 /// `[server] replicas` and what names them: faults, and the stages not modelled per replica.
-fn replicas(q: &QueueServerSpec) -> Check {
+fn replicas(q: &QueueServerSpec, spec_priorities: bool) -> Check {
     at_most("server.replicas", q.replicas, 10_000, "replicas")?;
     if q.replicas > 1 {
         if q.rate_limit.is_some() {
@@ -230,6 +287,15 @@ fn replicas(q: &QueueServerSpec) -> Check {
                 "server.idempotency",
                 format!(
                     "with replicas = {} is not modelled yet (a dedup store shared by the replicas): remove it or set replicas = 1",
+                    q.replicas
+                ),
+            )?;
+        }
+        if spec_priorities {
+            fail(
+                "workload.priorities",
+                format!(
+                    "with server.replicas = {} is not modelled yet (shedding by class at each replica); remove it or set replicas = 1",
                     q.replicas
                 ),
             )?;
@@ -511,6 +577,16 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
             ),
         )?;
     }
+    if let Some(ThrottleSpec::EnvoyAdmissionControl { sampling_window: w, .. }) = &p.throttle
+        && !w.as_ns().is_multiple_of(1_000_000_000)
+    {
+        fail(
+            format!("{key}.throttle.sampling_window"),
+            format!(
+                "{w} is not a whole number of seconds: Envoy keeps its window in seconds; write e.g. \"30s\""
+            ),
+        )?;
+    }
     for (i, layer) in p.layers.iter().enumerate() {
         let lk = format!("{key}.layers[{i}]");
         if layer.retry_on.as_ref().is_some_and(Vec::is_empty) {
@@ -725,6 +801,7 @@ fn always_zero(d: &DistSpec) -> bool {
         DistSpec::Normal { mean, sd } => mean == zero && sd == zero,
         DistSpec::Exponential { mean } => mean == zero,
         DistSpec::Lognormal { median, .. } => median == zero,
+        DistSpec::Discrete { ref points } => points.iter().all(|p| p.value == zero),
     }
 }
 

@@ -34,6 +34,7 @@ pub mod discipline;
 pub mod faults;
 pub mod idempotency;
 pub mod overload;
+pub mod priority;
 pub mod rate_limit;
 pub mod workers;
 
@@ -118,7 +119,7 @@ impl Reply {
 }
 
 /// A request held by the server.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {
     /// The operation's slot in the client's table.
     pub op: u32,
@@ -208,6 +209,9 @@ pub enum Arrival {
     Queued,
     /// The rate limiter holds it this long; then it goes on ([`Server::resume`]).
     Delayed(Span),
+    /// It waits in the queue, where it took the place of `evicted`, a less critical request
+    /// (priority classes), which is answered `reply` (the full queue's answer).
+    Displaced { evicted: Request, reply: Reply },
 }
 
 /// The server of one run: its admission stages and its workers.
@@ -281,7 +285,8 @@ impl Server {
         }
     }
 
-    /// Whether the server is plain: no faults, no rate limit, no dedup store, no overload, FIFO.
+    /// Whether the server is plain: no faults, no rate limit, no dedup store, no overload, FIFO
+    /// without priority classes.
     /// Its methods called with `PLAIN = true` are then compiled without the stages' tests.
     pub fn is_plain(&self) -> bool {
         self.faults.is_empty()
@@ -291,6 +296,21 @@ impl Server {
             && self.adaptive.is_none()
             && self.promoted.is_none()
             && !self.workers.has_discipline()
+    }
+
+    /// Requests carry priority classes (`[workload] priorities`): a full queue turns away the
+    /// least critical waiting request to make room for a more critical arrival.
+    pub fn shed_by_priority(&mut self) {
+        self.workers.shed_by_priority();
+    }
+
+    /// The operation in `slot` has priority class `class` (its requests carry it; only with
+    /// classes).
+    #[inline]
+    pub fn classify(&mut self, slot: u32, class: crate::model::priorities::Class) {
+        if let Some(p) = self.workers.priorities() {
+            p.classify(slot, class);
+        }
     }
 
     /// Whether the server keeps a dedup store (otherwise requests' keys are ignored, and need
@@ -362,6 +382,13 @@ impl Server {
             }
             Placed::Queued => Arrival::Queued,
             Placed::Rejected(o) => {
+                if !PLAIN
+                    && self.workers.sheds_by_priority()
+                    && let Some(evicted) = self.workers.displace(req, now)
+                {
+                    self.abandon(&evicted, now);
+                    return Arrival::Displaced { evicted, reply: self.reject_reply };
+                }
                 debug_assert_eq!(o, self.reject_reply.outcome);
                 if !PLAIN && self.store.is_some() {
                     self.rejected_key(req.key(), req.key_tag.grant, now);

@@ -5,6 +5,7 @@
 //! sheds is answered 503 without Retry-After, a retryable answer.
 
 use super::discipline::Discipline;
+use super::priority::PriorityShedding;
 use super::{Request, ServerParams};
 use crate::engine::{Instant, Span};
 use crate::model::dist::Dist;
@@ -61,6 +62,8 @@ pub struct Workers {
     discipline: Option<Discipline>,
     /// Requests the discipline shed, handed out before the next start.
     shed: Vec<Request>,
+    /// Shedding by priority class from a full queue (`[workload] priorities`), if classes are used.
+    priorities: Option<PriorityShedding>,
 }
 
 impl Workers {
@@ -68,7 +71,7 @@ impl Workers {
         let idle_req = Request::new(0, 0, Instant::ZERO);
         Workers {
             concurrency: params.concurrency,
-            service: params.service_time,
+            service: params.service_time.clone(),
             queue_cap: params.queue.map_or(usize::MAX, |q| q as usize),
             reject: Outcome::Status(params.reject_status),
             drop_expired: params.drop_expired,
@@ -83,7 +86,34 @@ impl Workers {
             rng,
             discipline: Discipline::new(params.discipline),
             shed: Vec::new(),
+            priorities: None,
         }
+    }
+
+    /// Requests carry priority classes: a full queue makes room for a more critical one
+    /// ([`PriorityShedding`]).
+    pub fn shed_by_priority(&mut self) {
+        self.priorities = Some(PriorityShedding::default());
+    }
+
+    /// Whether classes are used.
+    #[inline]
+    pub fn sheds_by_priority(&self) -> bool {
+        self.priorities.is_some()
+    }
+
+    /// The shedding by class, if classes are used.
+    #[inline]
+    pub fn priorities(&mut self) -> Option<&mut PriorityShedding> {
+        self.priorities.as_mut()
+    }
+
+    /// `req` found the queue full at `now`: the less critical request that makes room for it
+    /// ([`PriorityShedding::displace`]), if classes are used and there is one.
+    #[cold]
+    #[inline(never)]
+    pub fn displace(&mut self, req: Request, now: Instant) -> Option<Request> {
+        self.priorities.as_mut()?.displace(&mut self.waiting, req, now)
     }
 
     #[inline]
@@ -120,9 +150,10 @@ impl Workers {
         (req, started)
     }
 
-    /// Whether waiting requests are taken in another order than FIFO, or shed.
+    /// Whether waiting requests are taken in another order than FIFO, or shed (by a discipline
+    /// or by priority class).
     pub fn has_discipline(&self) -> bool {
-        self.discipline.is_some()
+        self.discipline.is_some() || self.priorities.is_some()
     }
 
     /// The next waiting request, if a worker is free: started, or dropped because its client

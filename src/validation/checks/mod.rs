@@ -20,12 +20,18 @@
 //! | [`rate_limits`] (`rate_limits.rs`) | the server's rate limiters: admitted rate under overload, the fixed window's boundary herd |
 //! | [`adaptive_limits`] (`adaptive_limits.rs`) | Envoy's adaptive concurrency filter: the limit's growth by calculateNewLimit |
 //! | [`hedging`] (`hedging.rs`) | hedged requests with a fixed delay: hedges per call and mean latency against `min(X1, d + X2)` |
+//! | [`disciplines`] (`disciplines.rs`) | the queue disciplines on a scripted queue: RFC 8289 CoDel's drop schedule, folly's CoDel rule, LIFO's newest first |
+//! | [`bulkhead`] (`bulkhead.rs`) | the client bulkhead: exactly `max_in_flight` in flight, the rest failing or waiting |
+//! | [`admission`] (`admission.rs`) | Envoy's admission control: the rejected share its formula gives |
 
 pub mod adaptive_limits;
+pub mod admission;
 pub mod aws;
 pub mod brooker;
 pub mod brooker_collapse;
+pub mod bulkhead;
 mod controls;
+pub mod disciplines;
 pub mod hedging;
 pub mod osdi;
 mod parameters;
@@ -242,6 +248,27 @@ pub const CHECKS: &[CheckDef] = &[
         method: hedging::METHOD,
         series: false,
         evaluate: hedging::evaluate,
+    },
+    CheckDef {
+        id: "queue-disciplines",
+        title: "Queue disciplines: CoDel's drop schedule, folly's CoDel, LIFO",
+        method: disciplines::METHOD,
+        series: true,
+        evaluate: disciplines::evaluate,
+    },
+    CheckDef {
+        id: "bulkhead",
+        title: "Client bulkhead: max_in_flight in flight, the rest fail or wait",
+        method: bulkhead::METHOD,
+        series: true,
+        evaluate: bulkhead::evaluate,
+    },
+    CheckDef {
+        id: "admission-control",
+        title: "Envoy admission control: the rejected share",
+        method: admission::METHOD,
+        series: false,
+        evaluate: admission::evaluate,
     },
 ];
 

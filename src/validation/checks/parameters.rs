@@ -35,7 +35,7 @@ pub(super) fn open_workload(spec: &ExperimentSpec) -> Result<(f64, f64), String>
 /// A closed workload's clients, operations per client and think time (ns).
 pub(super) fn closed_workload(spec: &ExperimentSpec) -> Result<(u32, u32, u64), String> {
     match &spec.workload {
-        WorkloadSpec::Closed { clients, ops_per_client, think_time, ramp } if ramp.as_ns() == 0 => {
+        WorkloadSpec::Closed { clients, ops_per_client, think_time, ramp, .. } if ramp.as_ns() == 0 => {
             Ok((*clients, *ops_per_client, think_time.as_ns()))
         }
         _ => Err("this check needs a closed workload without a ramp".into()),
@@ -89,6 +89,11 @@ pub(super) fn describe(d: &DistSpec) -> String {
         DistSpec::Normal { mean, sd } => format!("|normal| (mean {}, sd {})", ms(*mean), ms(*sd)),
         DistSpec::Exponential { mean } => format!("exponential (mean {})", ms(*mean)),
         DistSpec::Lognormal { median, sigma } => format!("lognormal (median {}, sigma {sigma})", ms(*median)),
+        DistSpec::Discrete { points } => {
+            let each: Vec<String> =
+                points.iter().map(|p| format!("{} w.p. {}", ms(p.value), p.weight)).collect();
+            format!("discrete ({})", each.join(", "))
+        }
     }
 }
 
