@@ -7,8 +7,8 @@
 # tests/it/readme.rs fails until this has been run after such a change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo run --release --quiet -- schema --markdown > target/key-reference.md
-cargo run --release --quiet -- schema --outputs > target/outputs-reference.md
+cargo run --release --quiet -- schema --markdown > "${CARGO_TARGET_DIR:-target}/key-reference.md"
+cargo run --release --quiet -- schema --outputs > "${CARGO_TARGET_DIR:-target}/outputs-reference.md"
 python3 - <<'PY'
 import os
 
@@ -22,9 +22,9 @@ def splice(path, begin_marker, end_marker, body):
     os.replace(path + ".tmp", path)
 
 splice("docs/experiment-files.md", "<!-- BEGIN KEY REFERENCE", "<!-- END KEY REFERENCE -->",
-       open("target/key-reference.md").read())
+       open(os.environ.get("CARGO_TARGET_DIR", "target") + "/key-reference.md").read())
 splice("docs/outputs.md", "<!-- BEGIN OUTPUTS REFERENCE", "<!-- END OUTPUTS REFERENCE -->",
-       open("target/outputs-reference.md").read())
+       open(os.environ.get("CARGO_TARGET_DIR", "target") + "/outputs-reference.md").read())
 validation = open("VALIDATION.md").read()
 start = validation.index("## Summary\n") + len("## Summary\n")
 end = validation.index("\n## ", start)

@@ -463,6 +463,8 @@ fn cases() -> Vec<Case> {
             text: replaced("name = \"fj\"\n", "name = \"fj\"\nmax_attempts = 1\nhedge = { max_attempts = 2, delay = \"p95\", budget = { capacity = 1.0 } }\n"),
             args: &[],
             stderr: &["`strategies.fj.hedge.budget.capacity`", "capacity > 1"],
+        },
+        Case {
             what: "an admission-control window that is not whole seconds",
             text: replaced(
                 "max_attempts = 3",
