@@ -459,6 +459,26 @@ fn cases() -> Vec<Case> {
             stderr: &["`strategies.fj.timeout`", "hedge_on_per_try_timeout"],
         },
         Case {
+            what: "a hedge with a concurrency limit (its permits per copy are not modelled)",
+            text: replaced(
+                "name = \"fj\"\n",
+                "name = \"fj\"\nmax_attempts = 1\nhedge = { max_attempts = 2, delay = \"10ms\" }\nlimit = { kind = \"vegas\" }\n",
+            ),
+            args: &[],
+            stderr: &["`strategies.fj.hedge`", "a concurrency limit", "remove hedge or limit"],
+        },
+        Case {
+            what: "priority classes with replicas (shedding by class per replica is not modelled)",
+            text: valid(),
+            args: &[
+                "--set",
+                "server.replicas=2",
+                "--set",
+                "workload.priorities={ critical = 0.5, sheddable = 0.5 }",
+            ],
+            stderr: &["`workload.priorities`", "replicas = 2"],
+        },
+        Case {
             what: "a hedge budget that never allows a hedge",
             text: replaced("name = \"fj\"\n", "name = \"fj\"\nmax_attempts = 1\nhedge = { max_attempts = 2, delay = \"p95\", budget = { capacity = 1.0 } }\n"),
             args: &[],
