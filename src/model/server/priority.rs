@@ -146,6 +146,7 @@ mod through_the_server {
             idempotency: None,
             overload: None,
             discipline: DisciplineParams::Fifo,
+            adaptive_concurrency: None,
         };
         let mut s = Server::new(params, 1);
         s.shed_by_priority();
