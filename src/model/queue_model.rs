@@ -580,6 +580,15 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
 
     /// The outlier detector's interval timer fires: it un-ejects and checks success rates,
     /// and fires again an interval later.
+    /// Replica `r` let go of `req` (answered with `reply`, or dropped): the balancer learns it.
+    /// Nothing without replicas.
+    #[inline(always)]
+    fn replica_left(&mut self, r: u32, req: &Request, reply: Option<Reply>, now: Instant) {
+        if self.has_replicas() {
+            self.replicas.as_mut().expect("checked").left(r, req.op, req.attempt, reply, now);
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn outlier_tick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
@@ -911,9 +920,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         }
         let now = s.now();
         let (req, started, completion) = self.replica_mut(r).done::<PLAIN>(worker, now);
-        if self.has_replicas() {
-            self.replicas.as_mut().expect("checked").left(r, req.op, req.attempt, Some(req.answer), now);
-        }
+        self.replica_left(r, &req, Some(req.answer), now);
         if completion == Completion::Applied {
             let op = self.clients.ops.get(req.op);
             op.executions += 1;
@@ -995,22 +1002,12 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                     }
                 }
                 Next::Dropped(req) => {
-                    if self.has_replicas() {
-                        self.replicas.as_mut().expect("checked").left(r, req.op, req.attempt, None, now);
-                    }
+                    self.replica_left(r, &req, None, now);
                     self.unanswered(req, s)
                 }
                 Next::Shed(req) => {
                     let reply = Reply::of(Outcome::Status(workers::SHED_STATUS));
-                    if self.has_replicas() {
-                        self.replicas.as_mut().expect("checked").left(
-                            r,
-                            req.op,
-                            req.attempt,
-                            Some(reply),
-                            now,
-                        );
-                    }
+                    self.replica_left(r, &req, Some(reply), now);
                     self.respond(req, reply, s)
                 }
             }
