@@ -3,18 +3,8 @@
 //! 503 has the share the formula gives rejected locally (`failed_throttled`), and the share
 //! falls back to 0 once the failures stop and age out of the window.
 
-use retrysim::assembly::simulate;
-use retrysim::engine::rng::run_seed;
-use retrysim::experiment::{self, Overrides};
-use retrysim::metrics::{FailReason, RunMetrics};
-
-fn run(text: &str, sets: &[&str]) -> RunMetrics {
-    let set = sets.iter().map(|s| experiment::parse_set_arg(s).unwrap()).collect();
-    let exp = experiment::load_str(text, "admission.toml", &Overrides { set, ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"));
-    let point = &exp.points[0];
-    simulate(&point.spec, &point.strategies[0], run_seed(exp.seed, 0))
-}
+use crate::support::run_one as run;
+use retrysim::metrics::FailReason;
 
 /// 100 operations a second (one every 10 ms) for 300 s, one attempt each, at a server with
 /// room for all.

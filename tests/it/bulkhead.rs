@@ -3,23 +3,8 @@
 //! `max_in_flight` operations inside, the rest failing at once or waiting in a FIFO up to
 //! `max_wait`, a permit held across an operation's retries and backoffs, and the two scopes.
 
-use retrysim::assembly::simulate;
-use retrysim::engine::rng::run_seed;
-use retrysim::experiment::{self, Overrides};
-use retrysim::metrics::{FailReason, RunMetrics};
-
-/// The one run of the file's one strategy.
-fn run(text: &str, sets: &[&str]) -> RunMetrics {
-    let set = sets.iter().map(|s| experiment::parse_set_arg(s).unwrap()).collect();
-    let exp = experiment::load_str(text, "bulkhead.toml", &Overrides { set, ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"));
-    let point = &exp.points[0];
-    simulate(&point.spec, &point.strategies[0], run_seed(exp.seed, 0))
-}
-
-fn failed(m: &RunMetrics, r: FailReason) -> u64 {
-    m.failed_by[r as usize]
-}
+use crate::support::{failed, run_one as run};
+use retrysim::metrics::FailReason;
 
 /// Operation k (k = 1..9) arrives at 0.1 k s and takes 250 ms at a server with room for all
 /// (10 workers): without a bulkhead up to 3 are in flight at once.

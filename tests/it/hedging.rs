@@ -5,23 +5,8 @@
 //! exponential service times with room for every copy is checked against the theory of
 //! `min(X1, d + X2)` within the standard error.
 
-use retrysim::assembly::simulate;
-use retrysim::engine::rng::run_seed;
-use retrysim::experiment::{self, Overrides};
-use retrysim::metrics::{FailReason, RunMetrics};
-
-/// The one run of the file's one strategy, with `--set` overrides.
-fn run(text: &str, sets: &[&str]) -> RunMetrics {
-    let set = sets.iter().map(|s| experiment::parse_set_arg(s).unwrap()).collect();
-    let exp = experiment::load_str(text, "hedging.toml", &Overrides { set, ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"));
-    let point = &exp.points[0];
-    simulate(&point.spec, &point.strategies[0], run_seed(exp.seed, 0))
-}
-
-fn failed(m: &RunMetrics, r: FailReason) -> u64 {
-    m.failed_by[r as usize]
-}
+use crate::support::{failed, run_one as run};
+use retrysim::metrics::FailReason;
 
 /// One operation at 0.5 s (fixed arrivals at 2/s for 0.6 s), served in a constant 2 s by a
 /// server with room for every copy: A6's example policy, 4 copies 0.5 s apart.

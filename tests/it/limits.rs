@@ -6,29 +6,14 @@
 //! reproducing its worked example inside a run and answering 503 over its limit, and the
 //! limit columns reproducible on 1 and 2 threads.
 
+use crate::support::{failed, run_strategy as run};
 use assert_cmd::Command;
-use retrysim::assembly::simulate;
-use retrysim::engine::rng::run_seed;
-use retrysim::experiment::{self, Overrides};
 use retrysim::metrics::series::{Count, Gauge};
 use retrysim::metrics::{FailReason, RunMetrics};
-
-/// The one run of the file's strategy `strategy`.
-fn run(text: &str, sets: &[&str], strategy: usize) -> RunMetrics {
-    let set = sets.iter().map(|s| experiment::parse_set_arg(s).unwrap()).collect();
-    let exp = experiment::load_str(text, "limits.toml", &Overrides { set, ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"));
-    let point = &exp.points[0];
-    simulate(&point.spec, &point.strategies[strategy], run_seed(exp.seed, 0))
-}
 
 /// The value of gauge `g` at the end of each bucket.
 fn gauge(m: &RunMetrics, g: Gauge) -> Vec<f64> {
     (0..m.series.len()).map(|i| m.series.gauge_row(i)[g as usize].expect("the gauge is set")).collect()
-}
-
-fn failed(m: &RunMetrics, r: FailReason) -> u64 {
-    m.failed_by[r as usize]
 }
 
 /// One worker without a queue, 100 ms per request, an operation every 10 ms (the first at

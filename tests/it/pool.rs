@@ -4,24 +4,10 @@
 //! connection (or keeps it until its answer), a new connection costs `connect_time`, scopes,
 //! and a pool that never binds changes nothing.
 
+use crate::support::run_one as run;
 use crate::support::shipped;
 use retrysim::assembly::simulate;
 use retrysim::engine::rng::run_seed;
-use retrysim::experiment::{self, Experiment, Overrides};
-use retrysim::metrics::RunMetrics;
-
-fn load(text: &str, sets: &[&str]) -> Experiment {
-    let set = sets.iter().map(|s| experiment::parse_set_arg(s).unwrap()).collect();
-    experiment::load_str(text, "pool.toml", &Overrides { set, ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The one run of the file's one strategy.
-fn run(text: &str, sets: &[&str]) -> RunMetrics {
-    let exp = load(text, sets);
-    let point = &exp.points[0];
-    simulate(&point.spec, &point.strategies[0], run_seed(exp.seed, 0))
-}
 
 /// One request every 100 ms from t = 0.1 s to 0.9 s (9 operations, one attempt each) to one
 /// worker that takes 250 ms each, through a pool of one connection.

@@ -4,18 +4,9 @@
 //! shedding; the server serves exactly as many requests as without classes (classes change
 //! who is served, not how many); per-class columns follow the windows'.
 
-use retrysim::assembly::simulate;
-use retrysim::engine::rng::run_seed;
+use crate::support::run_one as run;
 use retrysim::experiment::{self, Overrides};
 use retrysim::metrics::{RunMetrics, WindowMetrics};
-
-fn run(text: &str, sets: &[&str]) -> RunMetrics {
-    let set = sets.iter().map(|s| experiment::parse_set_arg(s).unwrap()).collect();
-    let exp = experiment::load_str(text, "priorities.toml", &Overrides { set, ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"));
-    let point = &exp.points[0];
-    simulate(&point.spec, &point.strategies[0], run_seed(exp.seed, 0))
-}
 
 /// One worker at 10 ms a request (100/s), a queue of 20, an arrival every 5 ms (200/s) for
 /// 20 s, one attempt each: 3999 operations, 30 % critical and 70 % sheddable.

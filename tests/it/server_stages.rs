@@ -3,6 +3,7 @@
 //! is lost), the rate limiter (burst, steady rate, Retry-After), overload with retries
 //! (metastable or not), and the ambiguous-outcome metrics (`applied`, `failed_but_applied`).
 
+use crate::support::failed;
 use retrysim::assembly::simulate;
 use retrysim::engine::rng::run_seed;
 use retrysim::experiment::{self, Experiment, Overrides};
@@ -50,10 +51,6 @@ fn only<'a>(runs: &'a [Run], point: &[&str], strategy: &str) -> &'a RunMetrics {
     let mine: Vec<&Run> = runs.iter().filter(|r| r.point == point && r.strategy == strategy).collect();
     assert_eq!(mine.len(), 1, "{point:?} {strategy}");
     &mine[0].m
-}
-
-fn failed(m: &RunMetrics, r: FailReason) -> u64 {
-    m.failed_by[r as usize]
 }
 
 /// Every operation whose effect happened either succeeded or is counted as failed but applied

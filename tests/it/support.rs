@@ -3,7 +3,7 @@
 use retrysim::assembly::simulate;
 use retrysim::engine::rng::run_seed;
 use retrysim::experiment::{self, Experiment, Overrides};
-use retrysim::metrics::RunMetrics;
+use retrysim::metrics::{FailReason, RunMetrics};
 use std::path::{Path, PathBuf};
 
 /// A shipped experiment file (`experiments/NAME`).
@@ -88,4 +88,29 @@ pub fn check_endings(m: &RunMetrics) {
     assert_eq!(m.ops, m.succeeded + m.failed + m.dead_lettered, "{m:?}");
     assert_eq!(m.applied, m.succeeded + m.failed_but_applied + m.dead_lettered_but_applied, "{m:?}");
     assert!(m.redrive_succeeded <= m.redriven && m.redriven <= m.dead_lettered, "{m:?}");
+}
+
+/// An experiment written in the test, loaded with `--set KEY=VALUE` overrides (`sets`).
+pub fn load_text(text: &str, sets: &[&str]) -> Experiment {
+    let set = sets.iter().map(|s| experiment::parse_set_arg(s).unwrap()).collect();
+    experiment::load_str(text, "test.toml", &Overrides { set, ..Default::default() })
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The first run of strategy number `strategy` at the first point of an experiment written in
+/// the test.
+pub fn run_strategy(text: &str, sets: &[&str], strategy: usize) -> RunMetrics {
+    let exp = load_text(text, sets);
+    let point = &exp.points[0];
+    simulate(&point.spec, &point.strategies[strategy], run_seed(exp.seed, 0))
+}
+
+/// The first run of the first strategy at the first point of an experiment written in the test.
+pub fn run_one(text: &str, sets: &[&str]) -> RunMetrics {
+    run_strategy(text, sets, 0)
+}
+
+/// The operations that failed for `reason`.
+pub fn failed(m: &RunMetrics, reason: FailReason) -> u64 {
+    m.failed_by[reason as usize]
 }
