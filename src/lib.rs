@@ -90,6 +90,7 @@ pub mod engine;
 mod error;
 pub mod experiment;
 pub mod fit;
+pub mod interop;
 pub mod interrupt;
 pub mod metrics;
 pub mod model;

@@ -11,6 +11,7 @@ const BELOW_THE_VERBS: &[&str] = &[
     "engine",
     "stats",
     "suggest",
+    "interop",
     "policy",
     "metrics",
     "experiment",
@@ -34,8 +35,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("policy", &["engine", "stats"]),
     // What one run measured, and the catalogue of metrics.
     ("metrics", &["engine", "stats", "policy"]),
+    // Production config files (Envoy, gRPC, AWS, resilience4j, ...) <-> `[[strategies]]`
+    // tables in retrysim's keys: text to text, below the file format that checks them.
+    ("interop", &["engine", "stats", "suggest"]),
     // The file format: TOML -> a validated experiment. Never the model, a verb or a report.
-    ("experiment", &["engine", "stats", "suggest", "policy", "metrics"]),
+    ("experiment", &["engine", "stats", "suggest", "interop", "policy", "metrics"]),
     // The model: workloads, network, servers, wired to events. Never the file format.
     ("model", &["engine", "stats", "policy", "metrics"]),
     // File types -> model parameters: the only place that sees both.
@@ -61,7 +65,18 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("cli", &[]),
     (
         "error",
-        &["experiment", "results", "report", "slurm", "tune", "validation", "interrupt", "fit", "serve"],
+        &[
+            "experiment",
+            "interop",
+            "results",
+            "report",
+            "slurm",
+            "tune",
+            "validation",
+            "interrupt",
+            "fit",
+            "serve",
+        ],
     ),
     (
         "commands",
@@ -69,6 +84,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "engine",
             "stats",
             "suggest",
+            "interop",
             "policy",
             "metrics",
             "experiment",
