@@ -9,6 +9,7 @@
 //! (or, when `lossy`, lists in [`Exported::dropped`]) what it cannot. The round trip
 //! `import(export(s)) == s` holds key by key for every strategy a target can express.
 
+use crate::engine::Span;
 use toml::Table;
 
 /// What reading a production config file gave.
@@ -83,4 +84,40 @@ pub fn format(kind: &str) -> Result<&'static dyn Format, InteropError> {
 
 fn known_kinds() -> Vec<&'static str> {
     formats().iter().map(|f| f.kind()).collect()
+}
+
+/// A duration as the intermediate table writes it: the largest of s, ms, us, ns that states it
+/// exactly (`"25ms"`, `"1.5s"` stays `"1500ms"`), so that an import of an export compares equal
+/// key by key whatever unit the production file used.
+pub fn duration_text(span: Span) -> String {
+    let ns = span.as_ns();
+    match ns {
+        0 => "0s".to_string(),
+        _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
+        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_in_their_largest_exact_unit() {
+        let text = |s: &str| duration_text(Span::parse(s).unwrap());
+        assert_eq!(text("0"), "0s");
+        assert_eq!(text("0.025s"), "25ms");
+        assert_eq!(text("1.5s"), "1500ms");
+        assert_eq!(text("2m"), "120s");
+        assert_eq!(text("250us"), "250us");
+        assert_eq!(text("1.0000001s"), "1000000100ns");
+    }
+
+    #[test]
+    fn an_unknown_kind_names_the_known_ones() {
+        let err = format("nginx").map(|f| f.kind()).unwrap_err();
+        assert!(err.to_string().starts_with("unknown format \"nginx\""), "{err}");
+    }
 }
