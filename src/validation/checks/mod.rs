@@ -23,6 +23,7 @@
 //! | [`disciplines`] (`disciplines.rs`) | the queue disciplines on a scripted queue: RFC 8289 CoDel's drop schedule, folly's CoDel rule, LIFO's newest first |
 //! | [`bulkhead`] (`bulkhead.rs`) | the client bulkhead: exactly `max_in_flight` in flight, the rest failing or waiting |
 //! | [`admission`] (`admission.rs`) | Envoy's admission control: the rejected share its formula gives |
+//! | [`priorities`] (`priorities.rs`) | priority classes under overload: the served requests go to the most critical classes first |
 
 pub mod adaptive_limits;
 pub mod admission;
@@ -35,6 +36,7 @@ pub mod disciplines;
 pub mod hedging;
 pub mod osdi;
 mod parameters;
+pub mod priorities;
 mod queueing;
 pub mod rate_limits;
 
@@ -269,6 +271,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: admission::METHOD,
         series: false,
         evaluate: admission::evaluate,
+    },
+    CheckDef {
+        id: "priorities",
+        title: "Priority classes: the most critical served first under overload",
+        method: priorities::METHOD,
+        series: false,
+        evaluate: priorities::evaluate,
     },
 ];
 
