@@ -2,6 +2,7 @@
 //! engine. The model (`crate::model`) asks them what to do; they never see events, and they
 //! import no file-format types (conversion lives in `crate::assembly`).
 
+pub mod autoscale;
 pub mod backoff;
 pub mod balancer;
 pub mod breaker;

@@ -33,7 +33,9 @@ pub(super) fn evaluate(exp: &Experiment, results: &Results, _: &Path) -> Result<
         let queue = q.queue.ok_or("this check needs a bounded queue")? as f64;
         let workers = q.concurrency as f64;
         let capacity = workers / mean.as_secs_f64();
-        require(rate > 1.2 * capacity, || "this check needs arrivals at least 1.2 times the capacity".into())?;
+        require(rate > 1.2 * capacity, || {
+            "this check needs arrivals at least 1.2 times the capacity".into()
+        })?;
         let shares = spec.workload.priorities().ok_or("this check needs [workload] priorities")?.shares();
         let windows = spec.output.windows.len();
         let least = shares.iter().rposition(|&x| x > 0.0).ok_or("this check needs a class with a share")?;
@@ -63,7 +65,8 @@ pub(super) fn evaluate(exp: &Experiment, results: &Results, _: &Path) -> Result<
                     continue;
                 }
                 let ops = per_run(results, p, s, |m| m.windows[windows + k].ops as f64);
-                let rate_ok = per_run(results, p, s, |m| m.windows[windows + k].success_rate().unwrap_or(0.0));
+                let rate_ok =
+                    per_run(results, p, s, |m| m.windows[windows + k].success_rate().unwrap_or(0.0));
                 let expected: Vec<f64> =
                     above.iter().zip(&ops).map(|(a, n)| ((total - a) / n).clamp(0.0, 1.0)).collect();
                 let deviation: Vec<f64> = rate_ok.iter().zip(&expected).map(|(o, e)| o - e).collect();
