@@ -140,6 +140,53 @@ fn headlines(set: &ResultSet, point: usize, strategy: usize) -> String {
     HEADLINE_METRICS.iter().filter_map(|m| headline(set, point, strategy, m)).collect::<Vec<_>>().join(", ")
 }
 
+/// The folder's windows and priority classes (`success_rate@NAME` columns), each with its
+/// span as the experiment file wrote it (`[output] windows`, read from the manifest's copy of
+/// the file; none for a class): windows in order of their start, then the classes.
+fn window_names(set: &ResultSet) -> Vec<(&str, Option<(String, String)>)> {
+    let spans: toml::Table = toml::from_str::<toml::Table>(&set.manifest.experiment_toml)
+        .ok()
+        .and_then(|t| t.get("output")?.get("windows")?.as_table().cloned())
+        .unwrap_or_default();
+    let span = |name: &str| -> Option<(String, String)> {
+        let pair = spans.get(name)?.as_array()?;
+        Some((pair.first()?.as_str()?.to_string(), pair.get(1)?.as_str()?.to_string()))
+    };
+    let mut names: Vec<(&str, Option<(String, String)>)> =
+        set.metrics.iter().filter_map(|m| m.strip_prefix("success_rate@")).map(|n| (n, span(n))).collect();
+    let start = |s: &Option<(String, String)>| {
+        s.as_ref()
+            .and_then(|(a, _)| crate::experiment::Duration::parse(a).ok())
+            .map_or(u64::MAX, |d| d.as_ns())
+    };
+    names.sort_by_key(|(_, s)| start(s));
+    names
+}
+
+/// What one window (or priority class) of one cell measured: `during slowdown: success 0.97,
+/// p99 of successes 0.312 s, server amplification 1.85`. A whole-run figure can hide a stretch
+/// of the run (a slowdown's 30 s in 300 s), so each window is said beside the headlines.
+/// `None` when no operation started in it.
+fn window_words(
+    set: &ResultSet,
+    point: usize,
+    strategy: usize,
+    (name, span): &(&str, Option<(String, String)>),
+) -> Option<String> {
+    let row = set.summary_row(point, strategy)?;
+    let mean = |metric: &str| set.metric_index(&format!("{metric}@{name}")).and_then(|m| row.mean[m]);
+    let success = mean("success_rate")?;
+    let mut parts = vec![format!("success {}", sig(success, 3))];
+    if let Some(p99) = mean("latency_ok_p99_s") {
+        parts.push(format!("p99 of successes {} s", sig(p99, 3)));
+    }
+    if let Some(amp) = mean("server_amplification") {
+        parts.push(format!("server amplification {}", sig(amp, 3)));
+    }
+    let when = span.as_ref().map_or(String::new(), |(a, b)| format!(" [{a}, {b})"));
+    Some(format!("during {name}{when}: {}", parts.join(", ")))
+}
+
 /// The point's values as `key = value` pairs.
 fn point_words(set: &ResultSet, point: usize) -> String {
     set.sweep_keys
@@ -352,13 +399,13 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
             continue;
         }
         let mut sentences = Vec::new();
+        let worst = points
+            .iter()
+            .copied()
+            .filter_map(|p| value(p, s).map(|v| (p, v)))
+            .reduce(|a, b| if is_better(better, a.1, b.1) { b } else { a })
+            .map(|(p, _)| p);
         if swept {
-            let worst = points
-                .iter()
-                .copied()
-                .filter_map(|p| value(p, s).map(|v| (p, v)))
-                .reduce(|a, b| if is_better(better, a.1, b.1) { b } else { a })
-                .map(|(p, _)| p);
             match worst {
                 Some(w) if w == reference => sentences.push(format!(
                     "worst at the reference point ({}): {}",
@@ -376,6 +423,9 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
         } else {
             sentences.push(headlines(set, 0, s));
         }
+        // The windows at the point the headlines speak of first.
+        let headline_point = if swept { worst.unwrap_or(reference) } else { 0 };
+        sentences.extend(window_names(set).iter().filter_map(|w| window_words(set, headline_point, s, w)));
 
         // Where it is metastable.
         if swept && let Some(m) = set.metric_index("metastable") {

@@ -504,6 +504,29 @@ fn verdict_sentences_of_shipped_experiments_are_golden_and_match_the_numbers() {
     );
 }
 
+/// A whole-run figure can hide a stretch of the run: each `[output] windows` window is said in
+/// the verdict, in order of its start, with summary.csv's numbers.
+#[test]
+fn the_verdict_says_each_window_with_its_span_and_numbers() {
+    use retrysim::report::{VerdictOptions, verdict};
+    let dir = shipped("hedging-slowdown");
+    let text = verdict(&ResultSet::read_dir(&dir).unwrap(), &VerdictOptions::default()).unwrap().text();
+    for row in summary_rows(&dir) {
+        let line = paragraph(&text, &row["strategy"]);
+        let at = |w: &str| line.find(&format!("during {w} [")).unwrap_or_else(|| panic!("no {w}: {line}"));
+        assert!(at("before") < at("first") && at("first") < at("slow") && at("slow") < at("after"), "{line}");
+        let amp: f64 = row["server_amplification@first"].parse().unwrap();
+        let p99: f64 = row["latency_ok_p99_s@first"].parse().unwrap();
+        let expected = format!(
+            "during first [20s, 30s): success {}, p99 of successes {} s, server amplification {}",
+            retrysim::stats::sig(row["success_rate@first"].parse().unwrap(), 3),
+            retrysim::stats::sig(p99, 3),
+            retrysim::stats::sig(amp, 3)
+        );
+        assert!(line.contains(&expected), "{expected}\nnot in: {line}");
+    }
+}
+
 #[test]
 fn the_reference_point_is_chosen_by_key_and_value() {
     use retrysim::report::{VerdictOptions, verdict, verdict::parse_reference};
