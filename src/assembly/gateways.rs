@@ -1,13 +1,27 @@
 //! A strategy's gateway layers (`[[client.layers]]`): each layer's retry policy.
 
-use super::client::{backoff, retry_on};
+use super::client::{backoff, breaker_params, budget_params, retry_on};
 use crate::experiment::{Duration, LayerSpec};
+use crate::model::gateway::LayerParams;
+use crate::policy::gate::{GateParams, Scope};
 use crate::policy::{RetryAfterMode, RetryAfterPolicy, RetryPolicy};
+
+/// A gateway layer: its retry policy and its own budget and breaker (one proxy: shared, whatever
+/// the file's `scope` says).
+pub fn layer(l: &LayerSpec) -> LayerParams {
+    let gate = GateParams {
+        budget: l.budget.as_ref().map(|b| (budget_params(b).0, Scope::Shared)),
+        breaker: l.breaker.as_ref().map(|b| (breaker_params(b).0, Scope::Shared)),
+        throttle: None,
+        limit: None,
+    };
+    LayerParams { retry: layer_policy(l), gate }
+}
 
 /// A gateway layer's retry policy: its own attempts, timeout, `retry_on`, backoff and
 /// `honor_dont_retry`; no deadline (a layer does not know its caller's), and Retry-After only
 /// passed up, not read.
-pub fn layer_policy(l: &LayerSpec) -> RetryPolicy {
+fn layer_policy(l: &LayerSpec) -> RetryPolicy {
     RetryPolicy {
         backoff: backoff(&l.backoff),
         retry_on: retry_on(l.retry_on.as_deref()),
@@ -34,6 +48,8 @@ mod tests {
             retry_on: None,
             backoff: BackoffSpec::Constant { base: Duration(5_000_000) },
             honor_dont_retry: true,
+            budget: None,
+            breaker: None,
         });
         assert_eq!(p.max_attempts, 3);
         assert_eq!(p.timeout, Some(crate::engine::Span::from_millis(2)));

@@ -918,6 +918,10 @@ pub struct LayerSpec {
     pub retry_on: Option<Vec<RetryOnItem>>,
     pub backoff: BackoffSpec,
     pub honor_dont_retry: bool,
+    /// The layer's own retry budget (one proxy: shared by every request through it).
+    pub budget: Option<BudgetSpec>,
+    /// The layer's own circuit breaker.
+    pub breaker: Option<BreakerSpec>,
 }
 
 /// DESIGN §4.1's backoff kinds. `cap` absent = no cap.

@@ -14,6 +14,15 @@
 //! gateways sit next to the server); the experiment's `network` is the client's hop to layer 0
 //! and back.
 //!
+//! **A layer's own controls.** A layer may have a retry budget and a circuit breaker of its
+//! own (a proxy's, shared by every request through it: one gate per layer, whatever the
+//! budget's `scope`), asked at the same moments as a client's ([`crate::policy::gate`]): a
+//! ticket is an operation to it (opened: `op_started`; answered its caller: `op_ended`),
+//! every attempt it sends down is admitted first (an open breaker refuses it, and the ticket
+//! answers its caller at once with a local 503, as a proxy's overflow answer, never sent
+//! down), every answer or timeout is told to it, and every retry asks it for permission (a
+//! budget's or a breaker's refusal ends the ticket with the failure it had).
+//!
 //! This file is the ticket table and each layer's decision, without events; `queue_model`
 //! wires them to the engine.
 //!
@@ -26,10 +35,22 @@
 
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{Instant, Span};
-use crate::policy::{BackoffState, Decision, FailedAttempt, RetryPolicy};
+use crate::policy::gate::{Admit, Answered, CostClass, Gate, GateParams};
+use crate::policy::{BackoffState, Decision, FailedAttempt, Outcome, RetryPolicy};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::server::Reply;
+use super::server::{Reply, RetryAfterCode};
+
+/// One gateway layer: its retry policy and its own controls (empty: none).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayerParams {
+    pub retry: RetryPolicy,
+    pub gate: GateParams,
+}
+
+/// What a layer answers its caller when its own breaker refuses an attempt: a local 503 (the
+/// proxy's overflow answer), which the caller may retry as any 503.
+pub const LOCAL_REFUSAL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::NONE };
 
 /// Attempt numbers travel with a ticket id in one `u32` (`ticket << ATTEMPT_BITS | attempt`),
 /// so a layer makes at most this many attempts (the schema's bound on `layers[].max_attempts`).
@@ -79,7 +100,11 @@ pub struct Ticket {
     /// When this layer stops waiting for its current attempt.
     pub gives_up_at: Instant,
     received: Instant,
+    /// When the current attempt was sent (its latency, for the layer's controls).
+    sent: Instant,
     backoff: BackoffState,
+    /// The token kind its last retry took from the layer's token bucket, if any.
+    last_cost: CostClass,
 }
 
 /// What a ticket does after an answer or a timeout of its current attempt.
@@ -96,15 +121,32 @@ pub struct Gateways {
     /// Each layer's retry policy (`assembly::gateways::layer_policy`), the first nearest the
     /// client.
     layers: Vec<RetryPolicy>,
+    /// Each layer's own controls ([`Gate::is_empty`] when it has none).
+    gates: Vec<Gate>,
     tickets: Vec<Ticket>,
     free: Vec<u32>,
     rng: Xoshiro256PlusPlus,
 }
 
 impl Gateways {
-    /// Layers with these policies; their jitter comes from the run's gateway stream.
-    pub fn new(layers: Vec<RetryPolicy>, run_seed: u64) -> Gateways {
-        Gateways { layers, tickets: Vec::new(), free: Vec::new(), rng: stream(run_seed, Stream::Gateways) }
+    /// Layers with these policies; their jitter comes from the run's gateway stream. A layer's
+    /// budget and breaker draw nothing (the schema allows no throttle or limit on a layer), so
+    /// their gate's generator is never used.
+    pub fn new(layers: Vec<LayerParams>, run_seed: u64) -> Gateways {
+        let gates = layers
+            .iter()
+            .map(|l| {
+                debug_assert!(l.gate.throttle.is_none() && l.gate.limit.is_none(), "not on a layer");
+                Gate::new(&l.gate, 1, stream(run_seed, Stream::Gateways))
+            })
+            .collect();
+        Gateways {
+            layers: layers.into_iter().map(|l| l.retry).collect(),
+            gates,
+            tickets: Vec::new(),
+            free: Vec::new(),
+            rng: stream(run_seed, Stream::Gateways),
+        }
     }
 
     /// Whether `ticket`'s layer is the one that calls the server.
@@ -132,8 +174,14 @@ impl Gateways {
             refs: 1,
             gives_up_at: Instant::NEVER,
             received: now,
+            sent: now,
             backoff: self.layers[layer].backoff.initial_state(),
+            last_cost: CostClass::NONE,
         };
+        let gate = &mut self.gates[layer];
+        if !gate.is_empty() {
+            gate.op_started(0, now);
+        }
         if let Some(id) = self.free.pop() {
             self.tickets[id as usize] = t;
             id
@@ -152,8 +200,48 @@ impl Gateways {
         let t = &mut self.tickets[ticket as usize];
         t.attempts += 1;
         t.waiting = true;
+        t.sent = now;
         t.gives_up_at = policy.gives_up_at(t.received, now);
         (t.attempts, t.gives_up_at)
+    }
+
+    /// Whether `ticket`'s layer lets its next attempt go down at `now` (its breaker may refuse
+    /// it; then the ticket must answer [`LOCAL_REFUSAL`]). Always, for a layer without
+    /// controls.
+    pub fn admit(&mut self, ticket: u32, now: Instant) -> bool {
+        let t = self.get(ticket);
+        let (layer, next) = (t.layer as usize, t.attempts + 1);
+        let gate = &mut self.gates[layer];
+        gate.is_empty() || matches!(gate.admit(0, now, next, true), Admit::Send)
+    }
+
+    /// `ticket` answers its caller now with `reply`, as its last word: the layer's controls
+    /// see its request end.
+    pub fn finish(&mut self, ticket: u32, reply: Reply) {
+        let t = &self.tickets[ticket as usize];
+        let gate = &mut self.gates[t.layer as usize];
+        if !gate.is_empty() {
+            gate.op_ended(0, reply.outcome == Outcome::Success, t.last_cost);
+        }
+        self.answer_sent(ticket);
+    }
+
+    /// The layer's controls learn that its current attempt ended with `outcome` at `now`.
+    fn tell_gate(&mut self, ticket: u32, outcome: Outcome, now: Instant) {
+        let t = &self.tickets[ticket as usize];
+        let layer = t.layer as usize;
+        if self.gates[layer].is_empty() {
+            return;
+        }
+        let a = Answered {
+            now,
+            attempt: t.attempts,
+            outcome,
+            latency: now.since(t.sent),
+            retryable: self.layers[layer].retry_on.retries(outcome),
+            inflight: 0,
+        };
+        self.gates[layer].answered(0, &a);
     }
 
     /// Whether `ticket` still waits for the outcome of its attempt `attempt` (not after it
@@ -169,7 +257,8 @@ impl Gateways {
         if !self.awaits(ticket, attempt) {
             return None;
         }
-        if reply.outcome == crate::policy::Outcome::Success {
+        self.tell_gate(ticket, reply.outcome, now);
+        if reply.outcome == Outcome::Success {
             self.tickets[ticket as usize].waiting = false;
             return Some(Step::Answer(reply));
         }
@@ -181,12 +270,14 @@ impl Gateways {
         if !self.awaits(ticket, attempt) {
             return None;
         }
-        Some(self.failed(ticket, Reply::of(crate::policy::Outcome::Timeout), now))
+        self.tell_gate(ticket, Outcome::Timeout, now);
+        Some(self.failed(ticket, Reply::of(Outcome::Timeout), now))
     }
 
     /// The layer's decision after a failed attempt.
     fn failed(&mut self, ticket: u32, reply: Reply, now: Instant) -> Step {
-        let policy = self.layers[self.get(ticket).layer as usize];
+        let layer = self.get(ticket).layer as usize;
+        let policy = self.layers[layer];
         let t = &mut self.tickets[ticket as usize];
         t.waiting = false;
         let failed = FailedAttempt {
@@ -197,7 +288,13 @@ impl Gateways {
             started: t.received,
             now,
         };
-        match policy.after_failure(&failed, &mut t.backoff, &mut (), &mut self.rng) {
+        let decision = if self.gates[layer].is_empty() {
+            policy.after_failure(&failed, &mut t.backoff, &mut (), &mut self.rng)
+        } else {
+            let mut controls = self.gates[layer].client(0, &mut t.last_cost);
+            policy.after_failure(&failed, &mut t.backoff, &mut controls, &mut self.rng)
+        };
+        match decision {
             Decision::Retry { delay, .. } => {
                 t.k += 1;
                 Step::Retry(delay)
@@ -208,7 +305,7 @@ impl Gateways {
 
     /// `ticket` answers its caller now: it no longer owes it anything. The caller's reference
     /// is the caller's to release, after it handled the answer.
-    pub fn answer_sent(&mut self, ticket: u32) {
+    fn answer_sent(&mut self, ticket: u32) {
         self.tickets[ticket as usize].owes_answer = false;
     }
 
@@ -244,8 +341,7 @@ impl Gateways {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::server::RetryAfterCode;
-    use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn};
+    use crate::policy::{Backoff, RetryAfterMode, RetryAfterPolicy, RetryOn};
 
     /// A layer's policy as the assembly layer builds it: a 5 ms constant backoff, the default
     /// `retry_on`, no deadline, Retry-After not read.
@@ -261,11 +357,16 @@ mod tests {
         }
     }
 
+    /// A layer without controls of its own.
+    fn plain(retry: RetryPolicy) -> LayerParams {
+        LayerParams { retry, gate: GateParams::default() }
+    }
+
     const FAIL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::NONE };
 
     #[test]
     fn a_layer_retries_up_to_its_attempts_then_answers_its_last_failure() {
-        let mut g = Gateways::new(vec![layer(3, None, false)], 1);
+        let mut g = Gateways::new(vec![plain(layer(3, None, false))], 1);
         let t = g.open(7, 0, Caller::Client { attempt: 1 }, Instant::ZERO);
         for n in 1..=3 {
             let (attempt, gives_up) = g.send(t, Instant::ZERO);
@@ -278,7 +379,7 @@ mod tests {
 
     #[test]
     fn a_success_is_answered_and_late_answers_are_ignored() {
-        let mut g = Gateways::new(vec![layer(3, Some(100), false)], 1);
+        let mut g = Gateways::new(vec![plain(layer(3, Some(100), false))], 1);
         let t = g.open(0, 0, Caller::Client { attempt: 2 }, Instant::ZERO);
         let (a1, gives_up) = g.send(t, Instant::ZERO);
         assert_eq!(gives_up, Instant::ZERO + Span::from_millis(100));
@@ -295,7 +396,7 @@ mod tests {
     fn dont_retry_stops_a_layer_that_honours_it() {
         let dont = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::DONT_RETRY };
         for (honor, expected) in [(true, Step::Answer(dont)), (false, Step::Retry(Span::from_millis(5)))] {
-            let mut g = Gateways::new(vec![layer(3, None, honor)], 1);
+            let mut g = Gateways::new(vec![plain(layer(3, None, honor))], 1);
             let t = g.open(0, 0, Caller::Client { attempt: 1 }, Instant::ZERO);
             let (a, _) = g.send(t, Instant::ZERO);
             assert_eq!(g.answered(t, a, dont, Instant::ZERO), Some(expected), "honor_dont_retry = {honor}");
@@ -304,7 +405,7 @@ mod tests {
 
     #[test]
     fn a_ticket_lives_while_referenced_and_hangs_up_on_its_caller_if_it_never_answered() {
-        let mut g = Gateways::new(vec![layer(2, None, false), layer(2, None, false)], 1);
+        let mut g = Gateways::new(vec![plain(layer(2, None, false)), plain(layer(2, None, false))], 1);
         let caller = Caller::Layer { ticket: 3, attempt: 1 };
         let t = g.open(9, 1, caller, Instant::ZERO);
         assert!(g.calls_server(t));

@@ -107,7 +107,7 @@ pub struct RunParams {
     /// A queue workload's visibility timeout ([`Delivery::visibility`]).
     pub visibility: Option<Span>,
     /// The gateway layers between the clients and the server, client side first.
-    pub layers: Vec<RetryPolicy>,
+    pub layers: Vec<gateway::LayerParams>,
     /// The clients' connection pool, if any.
     pub pool: Option<PoolParams>,
     /// The clients' bulkhead, if any.

@@ -1151,6 +1151,10 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     #[inline(never)]
     fn layer_send<Q: EventQueue<Ev>>(&mut self, ticket: u32, s: &mut Scheduler<Ev, Q>) {
         let g = self.gateways.as_mut().expect("only called with gateway layers");
+        if !g.admit(ticket, s.now()) {
+            // The layer's own breaker refused: it answers its caller itself.
+            return self.layer_step(ticket, Some(Step::Answer(gateway::LOCAL_REFUSAL)), s);
+        }
         let (attempt, gives_up_at) = g.send(ticket, s.now());
         if !gives_up_at.is_never() {
             g.retain(ticket);
@@ -1185,7 +1189,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             }
             Some(Step::Answer(reply)) => {
                 let g = self.gateways();
-                g.answer_sent(ticket);
+                g.finish(ticket, reply);
                 let (op, caller) = (g.get(ticket).op, g.get(ticket).caller);
                 match caller {
                     // The answer hop takes over the client's hold on its operation.

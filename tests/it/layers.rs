@@ -164,3 +164,87 @@ fn layered_runs_are_deterministic() {
     let b: Vec<_> = metrics(&exp).into_iter().map(|m| (m.calls, m.server_calls, m.latency_max_s)).collect();
     assert_eq!(a, b);
 }
+
+/// A layer's own retry budget (DESIGN §4.4): one per proxy, shared by every request through
+/// it. In the total outage, a token bucket of 50 tokens at 1 token a retry (nothing refunded:
+/// nothing succeeds) lets the layer make exactly 50 retries in the whole run, whatever the
+/// number of operations; the client's own attempts are untouched.
+#[test]
+fn a_layers_own_budget_caps_its_retries() {
+    let budgeted = load(
+        OUTAGE,
+        &[
+            "strategies.three-layers.max_attempts=2",
+            "strategies.three-layers.layers=[{ max_attempts = 3, budget = { kind = \"token-bucket\", capacity = 50.0, retry_cost = 1.0, success_refund = 0.0 } }]",
+        ],
+    );
+    for m in metrics(&budgeted) {
+        assert!(m.ops > 400, "ops {}", m.ops);
+        assert_eq!(m.calls, 2 * m.ops, "the client's two attempts each");
+        assert_eq!(m.server_calls, m.calls + 50, "one server call per client attempt, and 50 retries");
+        assert_eq!(m.failed, m.ops);
+    }
+}
+
+/// A layer's own circuit breaker: resilience4j's, counting the last 10 calls, opens once 10
+/// calls have failed and then answers the layer's caller a local 503 for 100 s without
+/// sending anything down: the server sees exactly 10 calls in the run.
+#[test]
+fn a_layers_open_breaker_answers_locally() {
+    let broken = load(
+        OUTAGE,
+        &[
+            "strategies.three-layers.max_attempts=3",
+            "strategies.three-layers.layers=[{ max_attempts = 1, breaker = { window = 10, minimum_calls = 10, open_for = \"100s\" } }]",
+        ],
+    );
+    for m in metrics(&broken) {
+        assert_eq!(m.calls, 3 * m.ops, "the client still tries 3 times: a local 503 is retryable");
+        assert_eq!(m.server_calls, 10, "the breaker opened after 10 failed calls");
+        assert_eq!(m.failed, m.ops);
+    }
+}
+
+/// `preset` on a layer: the preset's keys that a layer takes, then the layer's own.
+#[test]
+fn a_layer_takes_a_presets_retry_keys() {
+    use retrysim::experiment::{BackoffSpec, BudgetSpec};
+    let exp = load(
+        OUTAGE,
+        &[
+            "strategies.three-layers.layers=[{ preset = \"envoy\" }, { preset = \"envoy\", max_attempts = 4 }]",
+        ],
+    );
+    let layers = &exp.points[0].strategies[0].policy.layers;
+    assert_eq!(
+        (layers[0].max_attempts, layers[1].max_attempts),
+        (2, 4),
+        "Envoy's num_retries = 1; overridden"
+    );
+    for l in layers {
+        assert!(
+            matches!(l.backoff, BackoffSpec::FullJitter { base, cap: Some(cap), .. } if base.as_ns() == 25_000_000 && cap.as_ns() == 250_000_000),
+            "{:?}",
+            l.backoff
+        );
+        assert!(
+            matches!(l.budget, Some(BudgetSpec::Concurrency { percent, min_concurrency, .. }) if percent == 20.0 && min_concurrency == 3),
+            "{:?}",
+            l.budget
+        );
+        assert_eq!(l.timeout, None, "Envoy's per-try timeout is not set by default");
+    }
+    let err = experiment::load_str(
+        OUTAGE,
+        "layers.toml",
+        &Overrides {
+            set: vec![
+                experiment::parse_set_arg("strategies.three-layers.layers=[{ preset = \"envoi\" }]").unwrap(),
+            ],
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("layers[0].preset") && err.contains("did you mean \"envoy\""), "{err}");
+}

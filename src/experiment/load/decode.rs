@@ -5,7 +5,7 @@
 use super::super::ConfigError;
 use super::super::provenance::{Origin, Sources, Tracker};
 use super::super::schema::check::{Checker, Fill, invalid, join};
-use super::super::schema::{CLIENT, ROOT};
+use super::super::schema::{CLIENT, LAYER, ROOT};
 use super::super::spec::{ExperimentSpec, PolicySpec, Strategy};
 use super::paths::strategy_key;
 use crate::experiment::presets;
@@ -74,21 +74,13 @@ fn strategy(
     let mut tracker = Tracker::new(Origin::Client);
     merge_from(&mut merged, client, "", Some(&mut tracker));
     if let Some(p) = &preset {
-        let found = presets::find(p).ok_or_else(|| {
-            let names = presets::PRESETS.iter().map(|p| p.name);
-            let hint =
-                closest(p, names.clone()).map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default();
-            invalid(
-                origin,
-                &format!("{key}.preset"),
-                format!("unknown preset \"{p}\"{hint}; the presets are: {}", list(names)),
-            )
-        })?;
+        let found = find_preset(origin, &format!("{key}.preset"), p)?;
         tracker.from = Some(Origin::Preset(p.clone()));
         merge_from(&mut merged, &preset_table(found), "", Some(&mut tracker));
     }
     tracker.from = Some(Origin::Strategy);
     merge_from(&mut merged, &own, "", Some(&mut tracker));
+    expand_layer_presets(origin, key, &mut merged)?;
     let mut merged = Value::Table(merged);
     let checker = Checker { origin, fill: Fill::Defaults, partials: Fill::Defaults, name_entry };
     checker.table(key, &CLIENT, &mut merged)?;
@@ -114,6 +106,37 @@ pub fn merged_strategy(tree: &Table, index: usize) -> Option<Table> {
     own.remove("preset");
     merge(&mut merged, &own);
     Some(merged)
+}
+
+/// Each gateway layer with a `preset` (DESIGN §4.4): the preset's keys that a layer takes
+/// (`LAYER`'s: attempts, timeout, `retry_on`, backoff, budget, breaker), then the layer's own.
+/// A layer reads no Retry-After and knows no deadline, so a preset's keys for those are not
+/// taken (`envoy` as a layer: 2 attempts, full jitter 25 ms .. 250 ms, the 20 % / 3 retry
+/// budget).
+fn expand_layer_presets(origin: &str, key: &str, merged: &mut Table) -> R<()> {
+    let Some(Value::Array(layers)) = merged.get_mut("layers") else { return Ok(()) };
+    for (i, layer) in layers.iter_mut().enumerate() {
+        let Value::Table(own) = layer else { continue };
+        let Some(Value::String(name)) = own.remove("preset") else { continue };
+        let found = find_preset(origin, &format!("{key}.layers[{i}].preset"), &name)?;
+        let mut expanded: Table = preset_table(found)
+            .into_iter()
+            .filter(|(k, _)| k != "name" && k != "preset" && LAYER.fields.iter().any(|f| f.key == k))
+            .collect();
+        merge(&mut expanded, own);
+        *own = expanded;
+    }
+    Ok(())
+}
+
+/// The preset called `name`, or an error at `key` naming the closest one and every preset.
+fn find_preset(origin: &str, key: &str, name: &str) -> R<&'static presets::Preset> {
+    presets::find(name).ok_or_else(|| {
+        let names = presets::PRESETS.iter().map(|p| p.name);
+        let hint =
+            closest(name, names.clone()).map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default();
+        invalid(origin, key, format!("unknown preset \"{name}\"{hint}; the presets are: {}", list(names)))
+    })
 }
 
 /// A preset's keys as a table (presets are checked by tests to parse and to use only schema

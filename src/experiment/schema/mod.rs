@@ -1782,6 +1782,25 @@ pub static LAYER: Table = Table {
             Value("false"),
             "do not retry an answer that says \"overloaded; don't retry\"",
         ),
+        f(
+            "preset",
+            Ty::Str,
+            Absent("none"),
+            "a production preset's retry keys as this layer's defaults (`envoy`: Envoy's router as a proxy layer); its Retry-After and deadline keys do not apply to a layer",
+        )
+        .rules("one of the presets (retrysim presets)"),
+        f(
+            "budget",
+            Ty::Tagged(&BUDGET),
+            Absent("no budget"),
+            "this layer's own retry budget, shared by every request through it (one proxy; `scope` does not apply): a retry it refuses ends the layer's request with the failure it had",
+        ),
+        f(
+            "breaker",
+            Ty::Tagged(&BREAKER),
+            Absent("no breaker"),
+            "this layer's own circuit breaker: an open one answers the layer's caller a local 503 without sending the request down",
+        ),
     ],
 };
 
