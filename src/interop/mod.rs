@@ -12,6 +12,14 @@
 use crate::engine::Span;
 use toml::Table;
 
+pub mod aws_config;
+//TMP pub mod axios_retry;
+pub mod grpc;
+mod keys;
+//TMP pub mod polly;
+//TMP pub mod resilience4j;
+//TMP pub mod urllib3;
+
 /// What reading a production config file gave.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Imported {
@@ -70,7 +78,14 @@ pub enum InteropError {
 
 /// Every format, in a stable order (as `retrysim import --help` lists them).
 pub fn formats() -> &'static [&'static dyn Format] {
-    &[]
+    &[
+        &grpc::Grpc,
+        &aws_config::AwsConfig,
+        //TMP        &resilience4j::Resilience4j,
+        //TMP        &polly::Polly,
+        //TMP        &urllib3::Urllib3,
+        //TMP        &axios_retry::AxiosRetry,
+    ]
 }
 
 /// The format called `kind`.
