@@ -207,10 +207,11 @@ pub(crate) fn unknown_notes<'k>(
         .collect()
 }
 
-/// `t` with every duration in [`duration_text`] and every outcome list in its one order,
-/// so that two tables saying the same thing compare equal.
+/// `t` with every duration in [`duration_text`], every outcome list in its one order and no
+/// neutral key (`honor_retry_after = false`...), so that two tables saying the same thing
+/// compare equal.
 pub(crate) fn normalized(t: &Table) -> Table {
-    t.iter().map(|(k, v)| (k.clone(), normal_value(k, v))).collect()
+    t.iter().filter(|(k, v)| !is_neutral(t, k, v)).map(|(k, v)| (k.clone(), normal_value(k, v))).collect()
 }
 
 fn normal_value(key: &str, v: &Value) -> Value {

@@ -13,12 +13,12 @@ use crate::engine::Span;
 use toml::Table;
 
 pub mod aws_config;
-//TMP pub mod axios_retry;
+pub mod axios_retry;
 pub mod grpc;
 mod keys;
 //TMP pub mod polly;
 //TMP pub mod resilience4j;
-//TMP pub mod urllib3;
+pub mod urllib3;
 
 /// What reading a production config file gave.
 #[derive(Debug, Clone, PartialEq)]
