@@ -16,7 +16,7 @@ pub mod aws_config;
 pub mod axios_retry;
 pub mod grpc;
 mod keys;
-//TMP pub mod polly;
+pub mod polly;
 //TMP pub mod resilience4j;
 pub mod urllib3;
 
