@@ -17,7 +17,7 @@ pub mod axios_retry;
 pub mod grpc;
 mod keys;
 pub mod polly;
-//TMP pub mod resilience4j;
+pub mod resilience4j;
 pub mod urllib3;
 
 /// What reading a production config file gave.
