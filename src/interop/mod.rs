@@ -81,10 +81,10 @@ pub fn formats() -> &'static [&'static dyn Format] {
     &[
         &grpc::Grpc,
         &aws_config::AwsConfig,
-        //TMP        &resilience4j::Resilience4j,
-        //TMP        &polly::Polly,
-        //TMP        &urllib3::Urllib3,
-        //TMP        &axios_retry::AxiosRetry,
+        &resilience4j::Resilience4j,
+        &polly::Polly,
+        &urllib3::Urllib3,
+        &axios_retry::AxiosRetry,
     ]
 }
 
