@@ -187,11 +187,25 @@ impl Format for Grpc {
             if b.get("kind").and_then(Value::as_str) == Some("grpc-throttle")
                 && b.get("scope").and_then(Value::as_str).unwrap_or("client") == "client"
             {
-                let max_tokens = b.get("max_tokens").map(|v| k.number("budget.max_tokens", v)).transpose()?;
-                let ratio = b.get("token_ratio").map(|v| k.number("budget.token_ratio", v)).transpose()?;
+                let max_tokens = b
+                    .get("max_tokens")
+                    .map(|v| k.number("budget.max_tokens", v))
+                    .transpose()?
+                    .unwrap_or(10.0);
+                let ratio = b
+                    .get("token_ratio")
+                    .map(|v| k.number("budget.token_ratio", v))
+                    .transpose()?
+                    .unwrap_or(0.1);
+                if max_tokens.fract() != 0.0 {
+                    k.refuse("budget.max_tokens", "retryThrottling.maxTokens is an integer (a uint32)")?;
+                }
+                if (ratio * 1000.0 - (ratio * 1000.0).round()).abs() > 1e-9 {
+                    k.refuse("budget.token_ratio", "gRPC reads tokenRatio to 3 decimal places")?;
+                }
                 root.insert(
                     "retryThrottling".into(),
-                    json!({ "maxTokens": max_tokens.unwrap_or(10.0), "tokenRatio": ratio.unwrap_or(0.1) }),
+                    json!({ "maxTokens": max_tokens.round() as u64, "tokenRatio": ratio }),
                 );
             } else {
                 k.refuse("budget", "gRPC's only budget is retryThrottling (kind grpc-throttle, per client)")?;
@@ -339,14 +353,15 @@ fn throttling(t: &Map<String, Json>, notes: &mut Vec<String>) -> Result<Value, I
         t.keys().map(String::as_str),
         &["maxTokens", "max_tokens", "tokenRatio", "token_ratio"],
     ));
-    let max_tokens = match required(t, "maxTokens", "retryThrottling")?.as_f64() {
-        Some(m) if m > 0.0 && m <= 1000.0 => m,
+    // An integer: grpc core reads the proto's uint32 and refuses 10.5.
+    let max_tokens = match required(t, "maxTokens", "retryThrottling")?.as_u64() {
+        Some(m) if m > 0 && m <= 1000 => m as f64,
         _ => {
             return Err(field_error(
                 KIND,
                 "retryThrottling.maxTokens",
-                "is not in (0, 1000]",
-                "write e.g. 10 (A6)",
+                "is not an integer in (0, 1000]",
+                "write e.g. 10 (A6; the proto field is a uint32)",
             ));
         }
     };
@@ -819,6 +834,11 @@ mod tests {
         );
         assert_refused(
             &Grpc,
+            &format!("max_attempts = 3\nbudget = {{ kind = \"grpc-throttle\", max_tokens = 7.5 }}\n{base}"),
+            "budget.max_tokens",
+        );
+        assert_refused(
+            &Grpc,
             "max_attempts = 3\nbackoff = { kind = \"none\" }\nretry_on = [503, \"connection-error\"]",
             "honor_retry_after",
         );
@@ -843,6 +863,11 @@ mod tests {
         assert_import_error(
             &Grpc,
             &with("\"maxTokens\": 10", "\"maxTokens\": 1001"),
+            "retryThrottling.maxTokens",
+        );
+        assert_import_error(
+            &Grpc,
+            &with("\"maxTokens\": 10", "\"maxTokens\": 10.5"),
             "retryThrottling.maxTokens",
         );
         assert_import_error(&Grpc, &with("0.1 }", "0.1234 }"), "retryThrottling.tokenRatio");

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 mod browser;
+mod grpc_service_config;
 mod slurm;
 
 /// Held while a test installs packages: the two tests run in parallel threads, and apt-get
