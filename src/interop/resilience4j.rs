@@ -176,14 +176,14 @@ impl Format for Resilience4j {
         if base.as_ns() % 1_000_000 != 0 || cap.is_some_and(|c| c.as_ns() % 1_000_000 != 0) {
             k.refuse("backoff", "resilience4j's waits are whole milliseconds")?;
         }
-        retry.insert("waitDuration".into(), json!(format!("{}ms", base.as_ns() / 1_000_000)));
+        retry.insert("waitDuration".into(), json!(spring_duration(base)));
         match b.get("kind").and_then(Value::as_str) {
             Some("none") | Some("constant") => {}
             Some("exponential") => {
                 retry.insert("enableExponentialBackoff".into(), json!(true));
                 retry.insert("exponentialBackoffMultiplier".into(), json!(multiplier));
                 if let Some(c) = cap {
-                    retry.insert("exponentialMaxWaitDuration".into(), json!(format!("{}ms", c.as_ns() / 1_000_000)));
+                    retry.insert("exponentialMaxWaitDuration".into(), json!(spring_duration(c)));
                 }
                 if let Err(why) = truncation_exact(base, multiplier, cap, attempts) {
                     k.refuse("backoff.multiplier", why)?;
@@ -498,7 +498,7 @@ fn breaker_json(k: &mut Keys, b: &Table) -> Result<Json, InteropError> {
         None => {}
     }
     let ms = |k: &Keys, key: &str, v: &Value| -> Result<String, InteropError> {
-        Ok(format!("{}ms", k.span(key, v)?.as_ns() / 1_000_000))
+        Ok(spring_duration(k.span(key, v)?))
     };
     for (key, yaml) in [("failure_rate", "failureRateThreshold"), ("slow_call_rate", "slowCallRateThreshold")]
     {
@@ -546,6 +546,12 @@ fn breaker_json(k: &mut Keys, b: &Table) -> Result<Json, InteropError> {
         k.refuse("breaker.scope", "a resilience4j breaker lives in one client")?;
     }
     Ok(Json::Object(out))
+}
+
+/// A span in Spring Boot's simple form, whole seconds or milliseconds (`10s`, `200ms`).
+fn spring_duration(span: Span) -> String {
+    let ms = span.as_ns() / 1_000_000;
+    if ms.is_multiple_of(1000) { format!("{}s", ms / 1000) } else { format!("{ms}ms") }
 }
 
 /// A Spring Boot duration: an integer with an optional unit (ns, us, ms, s, m, h, d); a bare
