@@ -341,12 +341,19 @@ fn breaker_options(
             notes.push(format!("{} absent: {DEFAULT_FAILURE_RATIO} (§5)", field("FailureRatio")));
             DEFAULT_FAILURE_RATIO
         }
+        Some(v) if v.as_f64() == Some(0.0) => {
+            return Err(unrepresentable(
+                KIND,
+                &field("FailureRatio"),
+                "0 opens on any throughput; retrysim's failure_rate is > 0",
+            ));
+        }
         Some(v) => v.as_f64().filter(|r| *r > 0.0 && *r <= 1.0).ok_or_else(|| {
             field_error(
                 KIND,
                 &field("FailureRatio"),
-                format!("{v} is not a ratio in (0, 1]"),
-                "write e.g. 0.1 for 10 %",
+                format!("{v} is not a ratio in [0, 1]"),
+                "write e.g. 0.1 for 10 % (Polly validates [0, 1])",
             )
         })?,
     };
@@ -369,7 +376,7 @@ fn breaker_options(
             notes.push(format!("{} absent: 00:00:30 (§5)", field("SamplingDuration")));
             DEFAULT_SAMPLING
         }
-        Some(v) => timespan(v, &field("SamplingDuration"))?,
+        Some(v) => breaker_span(v, &field("SamplingDuration"))?,
     };
     if sampling.is_zero() || sampling.as_ns() % 1_000_000_000 != 0 {
         return Err(unrepresentable(
@@ -383,7 +390,7 @@ fn breaker_options(
             notes.push(format!("{} absent: 00:00:05 (§5)", field("BreakDuration")));
             DEFAULT_BREAK
         }
-        Some(v) => timespan(v, &field("BreakDuration"))?,
+        Some(v) => breaker_span(v, &field("BreakDuration"))?,
     };
     notes.push(
         "the breaker is retrysim's resilience4j breaker over a time window, as in the polly-v8 preset: its slow-call \
@@ -532,6 +539,21 @@ fn get<'a>(m: &'a Map<String, Json>, key: &str) -> Option<&'a Json> {
 
 fn object<'a>(v: &'a Json, what: &str) -> Result<&'a Map<String, Json>, InteropError> {
     v.as_object().ok_or_else(|| field_error(KIND, what, "is not an object", "write a JSON object { ... }"))
+}
+
+/// `SamplingDuration` and `BreakDuration`: Polly validates both in [0.5 s, 1 day]
+/// (`CircuitBreakerStrategyOptions`).
+fn breaker_span(v: &Json, field: &str) -> Result<Span, InteropError> {
+    let span = timespan(v, field)?;
+    if span < Span::from_millis(500) || span > Span::from_secs(86_400) {
+        return Err(field_error(
+            KIND,
+            field,
+            format!("{} is outside [00:00:00.5, 1.00:00:00]", timespan_text(span)),
+            "Polly validates it from 0.5 s to 1 day",
+        ));
+    }
+    Ok(span)
 }
 
 fn timespan(v: &Json, field: &str) -> Result<Span, InteropError> {
@@ -747,6 +769,21 @@ mod tests {
             &Polly,
             r#"{ "Hedging": { "MaxHedgedAttempts": 5 } }"#,
             "Hedging.MaxHedgedAttempts",
+        );
+        assert_import_error(
+            &Polly,
+            r#"{ "CircuitBreaker": { "BreakDuration": "00:00:00.1" } }"#,
+            "CircuitBreaker.BreakDuration",
+        );
+        assert_import_error(
+            &Polly,
+            r#"{ "CircuitBreaker": { "SamplingDuration": "2.00:00:00" } }"#,
+            "CircuitBreaker.SamplingDuration",
+        );
+        assert_import_error(
+            &Polly,
+            r#"{ "CircuitBreaker": { "FailureRatio": 0 } }"#,
+            "CircuitBreaker.FailureRatio",
         );
         assert_import_error(&Polly, r#"{ "Retry": {}, "Hedging": {} }"#, "Hedging");
         assert_import_error(&Polly, r#"{ "Timeout": { "Timeout": "00:00:30" } }"#, "Timeout");
