@@ -12,6 +12,14 @@
 use crate::engine::Span;
 use toml::Table;
 
+pub mod aws_config;
+pub mod axios_retry;
+pub mod grpc;
+mod keys;
+pub mod polly;
+pub mod resilience4j;
+pub mod urllib3;
+
 /// What reading a production config file gave.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Imported {
@@ -70,7 +78,14 @@ pub enum InteropError {
 
 /// Every format, in a stable order (as `retrysim import --help` lists them).
 pub fn formats() -> &'static [&'static dyn Format] {
-    &[]
+    &[
+        &grpc::Grpc,
+        &aws_config::AwsConfig,
+        &resilience4j::Resilience4j,
+        &polly::Polly,
+        &urllib3::Urllib3,
+        &axios_retry::AxiosRetry,
+    ]
 }
 
 /// The format called `kind`.

@@ -1,6 +1,6 @@
-//! Tests against real components the machine must have: a headless browser and a Slurm
-//! cluster. Each provisions its component when it is missing (Debian's packages through
-//! `apt-get`, as root), so README's `cargo test --release` passes on a fresh machine; where it
+//! Tests against real components the machine must have: a headless browser, a Slurm cluster
+//! and Python's grpcio. Each provisions its component when it is missing (Debian's packages
+//! through `apt-get`, as root; grpcio from PyPI into a venv under the target dir), so README's `cargo test --release` passes on a fresh machine; where it
 //! cannot (no root, no apt-get, no registry) the test fails naming what to install. They are
 //! never skipped silently: a contributor without root leaves exactly these out with
 //! `cargo test --release -- --skip system::` (README, "Two commands").
@@ -9,6 +9,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 mod browser;
+mod grpc_service_config;
 mod slurm;
 
 /// Held while a test installs packages: the two tests run in parallel threads, and apt-get
