@@ -13,6 +13,7 @@ pub mod cost;
 pub mod duration;
 mod error;
 mod load;
+pub mod deploys;
 pub mod presets;
 pub mod provenance;
 pub mod schema;

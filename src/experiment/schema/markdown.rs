@@ -183,6 +183,7 @@ fn type_name(t: &Ty) -> String {
         Ty::Choice(c) => c.iter().map(|s| format!("`\"{s}\"`")).collect::<Vec<_>>().join(" / "),
         Ty::StatusOrFailure => "status, `\"timeout\"` or `\"connection-error\"`".into(),
         Ty::CallsOrDuration => "integer (calls) or duration".into(),
+        Ty::CountOrPercent => "integer or percentage (`\"25%\"`)".into(),
         Ty::List(item) => format!("list of {}", plural(&type_name(item))),
         Ty::Table(_) => "table".into(),
         Ty::Tagged(t) => format!("table by `{}`", t.tag),
