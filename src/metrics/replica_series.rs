@@ -49,22 +49,19 @@ pub struct ReplicaSeries {
     answered: Vec<u32>,
     ok: Vec<u32>,
     queued: Vec<Option<u32>>,
-    /// Per bucket: the fewest replicas up in it, and the count at its end, once anything
-    /// changed in it.
+    /// Per bucket: the fewest replicas up for a while in it (a count that lasts no time, as
+    /// between changes at one instant, does not count).
     up_min: Vec<Option<u32>>,
-    up_end: Vec<Option<u32>>,
+    /// Replicas up since `up_since`.
     up: u32,
+    up_since: Instant,
 }
 
 impl ReplicaSeries {
     /// `buckets` buckets of `width`; `up` replicas up at the start.
     pub fn new(replicas: u32, buckets: usize, width: Span, up: u32) -> ReplicaSeries {
         let n = replicas as usize * buckets;
-        let mut up_min = vec![None; buckets];
-        if let Some(first) = up_min.first_mut() {
-            *first = Some(up);
-        }
-        let up_end = up_min.clone();
+        let up_min = vec![None; buckets];
         ReplicaSeries {
             replicas: replicas as usize,
             width,
@@ -73,8 +70,8 @@ impl ReplicaSeries {
             ok: vec![0; n],
             queued: vec![None; n],
             up_min,
-            up_end,
             up,
+            up_since: Instant::ZERO,
         }
     }
 
@@ -105,27 +102,30 @@ impl ReplicaSeries {
 
     /// From `now` on, `up` replicas are up.
     pub fn up(&mut self, now: Instant, up: u32) {
-        let b = now.bucket(self.width);
-        if let Some(m) = self.up_min.get_mut(b) {
-            // A change at the bucket's first instant: the count before it is the last bucket's.
-            let at_start = now == Instant::ZERO + self.width * b as u64;
-            let before = m.unwrap_or(if at_start { up } else { self.up });
-            *m = Some(before.min(up));
-            self.up_end[b] = Some(up);
-        }
+        self.held(now);
         self.up = up;
+        self.up_since = now;
     }
 
-    /// Fills the buckets where nothing changed with the values carried from before.
-    pub fn finish(&mut self) {
-        let mut up = None;
-        for (m, end) in self.up_min.iter_mut().zip(&self.up_end) {
-            // A bucket with no change stays at the count the one before ended with.
-            if m.is_none() {
-                *m = up;
-            }
-            up = end.or(up);
+    /// The count since `up_since` lasted until `now`: it is a candidate minimum of every
+    /// bucket it overlapped for a while.
+    fn held(&mut self, now: Instant) {
+        if now <= self.up_since {
+            return;
         }
+        let first = self.up_since.bucket(self.width);
+        // Up to the bucket holding the instant before `now`.
+        let last = Instant::from_ns(now.as_ns() - 1).bucket(self.width).min(self.up_min.len().saturating_sub(1));
+        for m in self.up_min.iter_mut().take(last + 1).skip(first) {
+            *m = Some(m.map_or(self.up, |m| m.min(self.up)));
+        }
+    }
+
+    /// Fills the buckets where nothing changed with the values carried from before, and the
+    /// last count to the end.
+    pub fn finish(&mut self) {
+        let end = Instant::ZERO + self.width * self.up_min.len() as u64;
+        self.held(end);
         for r in 0..self.replicas {
             let mut q = Some(0);
             for b in 0..self.up_min.len() {
@@ -166,8 +166,11 @@ mod tests {
         s.up(t(3200), 2);
         s.up(t(3400), 3);
         s.up(t(3500), 4);
-        // Back at the first instant of bucket 5: it never has fewer than 4.
+        // Back at the first instant of bucket 5: it never has fewer than 4; changes at one
+        // instant count only where they end.
         s.up(t(4500), 3);
+        s.up(t(5000), 2);
+        s.up(t(5000), 3);
         s.up(t(5000), 4);
         s.queued(2, t(500), 7);
         s.sent(2, t(500));

@@ -46,7 +46,7 @@ fn requests(m: &RunMetrics, r: usize) -> Vec<f64> {
 }
 
 /// The fewest replicas up in each bucket.
-fn up(m: &RunMetrics) -> Vec<f64> {
+fn replicas_up(m: &RunMetrics) -> Vec<f64> {
     (0..m.series.len()).map(|b| m.series.replica_row(b).unwrap()[0].unwrap()).collect()
 }
 
@@ -125,19 +125,20 @@ backoff = {{ kind = "full-jitter", base = "25ms", cap = "250ms" }}
 #[test]
 fn a_rolling_deploy_never_has_more_than_max_unavailable_down() {
     let m = run_one(&deploy("\"10%\"", "0"), &[]);
-    let up = up(&m);
+    let up = replicas_up(&m);
     assert!(up.iter().all(|&u| u >= 36.0), "{up:?}");
     assert!(up[..10].iter().all(|&u| u == 40.0) && up[10..40].iter().all(|&u| u == 36.0), "{up:?}");
     assert!(up[40..].iter().all(|&u| u == 40.0), "healthy from 40 s: {up:?}");
     let m = run_one(&deploy("\"25%\"", "\"25%\""), &[]);
-    let up = up(&m);
+    let up = replicas_up(&m);
     assert!(up.iter().all(|&u| u >= 30.0), "{up:?}");
     assert_eq!(up.iter().copied().fold(f64::INFINITY, f64::min), 30.0, "{up:?}");
     assert_eq!(*up.last().unwrap(), 40.0);
     assert_eq!(m.series.replica_row(0).unwrap().len(), 1 + 3 * 50);
-    // A surge slot (40 and up) is empty before the deploy and serves after it.
+    // A surge slot (40 and up) is empty before the deploy, and serves from 13 s (its pod,
+    // created at 10 s, ready 3 s later) until the arrivals end at 70 s.
     let surge = requests(&m, 45);
-    assert!(surge[..10].iter().all(|&n| n == 0.0) && surge[30..].iter().all(|&n| n > 0.0), "{surge:?}");
+    assert!(surge[..13].iter().all(|&n| n == 0.0) && surge[13..70].iter().all(|&n| n > 0.0), "{surge:?}");
 }
 
 /// Envoy's slow start on round robin (weighted by EDF): replica 0 restarts at 10 s for 1 s and
@@ -197,7 +198,7 @@ fn byte_identical_on_one_and_two_threads() {
         Command::new(env!("CARGO_BIN_EXE_retrysim"))
             .arg("run")
             .arg(&file)
-            .args(["--runs", "2", "--quiet", "--threads", threads, "--out"])
+            .args(["--runs", "2", "--set", "workload.rate=2000", "--quiet", "--threads", threads, "--out"])
             .arg(&out)
             .assert()
             .success();
