@@ -23,6 +23,7 @@
 //! | [`disciplines`] (`disciplines.rs`) | the queue disciplines on a scripted queue: RFC 8289 CoDel's drop schedule, folly's CoDel rule, LIFO's newest first |
 //! | [`bulkhead`] (`bulkhead.rs`) | the client bulkhead: exactly `max_in_flight` in flight, the rest failing or waiting |
 //! | [`admission`] (`admission.rs`) | Envoy's admission control: the rejected share its formula gives |
+//! | [`replicas`] (`replicas.rs`) | one of two replicas failing behind a random balancer: success after k retries, with and without `previous_hosts` |
 
 pub mod adaptive_limits;
 pub mod admission;
@@ -37,6 +38,7 @@ pub mod osdi;
 mod parameters;
 mod queueing;
 pub mod rate_limits;
+pub mod replicas;
 
 use crate::experiment::Experiment;
 use crate::sweep::Results;
@@ -269,6 +271,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: admission::METHOD,
         series: false,
         evaluate: admission::evaluate,
+    },
+    CheckDef {
+        id: "replica-theory",
+        title: "Replicas: one of two failing behind a random balancer",
+        method: replicas::METHOD,
+        series: false,
+        evaluate: replicas::evaluate,
     },
 ];
 
