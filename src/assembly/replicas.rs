@@ -16,9 +16,12 @@ use crate::policy::outlier::OutlierParams;
 /// them.
 pub fn replicas(spec: &QueueServerSpec, policy: &PolicySpec) -> Option<ReplicaParams> {
     (spec.replicas > 1).then(|| {
-        let deploys = plan(spec.replicas, &rolling_updates(spec)).expect("validation refuses overlapping deploys");
+        let deploys =
+            plan(spec.replicas, &rolling_updates(spec)).expect("validation refuses overlapping deploys");
         ReplicaParams {
-            others: (1..deploys.slots.len().max(spec.replicas as usize) as u32).map(|r| server(spec, r)).collect(),
+            others: (1..deploys.slots.len().max(spec.replicas as usize) as u32)
+                .map(|r| server(spec, r))
+                .collect(),
             balancer: balancer(spec),
             outlier: spec.outlier.as_ref().map(outlier),
             panic_threshold_percent: spec.panic_threshold,
@@ -28,7 +31,11 @@ pub fn replicas(spec: &QueueServerSpec, policy: &PolicySpec) -> Option<ReplicaPa
                 aggression: s.aggression,
                 min_weight: s.min_weight_percent / 100.0,
             }),
-            deploy_spans: deploys.spans.iter().map(|&(first_start, last_end)| FaultSpan { first_start, last_end }).collect(),
+            deploy_spans: deploys
+                .spans
+                .iter()
+                .map(|&(first_start, last_end)| FaultSpan { first_start, last_end })
+                .collect(),
             deploys: deploys.slots,
             replicas: spec.replicas,
         }

@@ -11,7 +11,8 @@ pub fn rolling_updates(q: &QueueServerSpec) -> Vec<(Instant, RollingUpdate)> {
     q.deploys
         .iter()
         .map(|d| {
-            let (max_surge, max_unavailable) = resolve(q.replicas, count(d.max_surge), count(d.max_unavailable));
+            let (max_surge, max_unavailable) =
+                resolve(q.replicas, count(d.max_surge), count(d.max_unavailable));
             let update = RollingUpdate {
                 replicas: q.replicas,
                 max_surge,

@@ -10,10 +10,10 @@
 
 pub mod capacity;
 pub mod cost;
+pub mod deploys;
 pub mod duration;
 mod error;
 mod load;
-pub mod deploys;
 pub mod presets;
 pub mod provenance;
 pub mod schema;

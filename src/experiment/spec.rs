@@ -348,9 +348,13 @@ impl<'de> Deserialize<'de> for CountOrPercentSpec {
         }
         match Raw::deserialize(d)? {
             Raw::Count(n) => Ok(CountOrPercentSpec::Count(n)),
-            Raw::Text(t) => CountOrPercentSpec::parse_percent(&t)
-                .map(CountOrPercentSpec::Percent)
-                .ok_or_else(|| serde::de::Error::custom(format!("\"{t}\" is not a count or a percentage such as \"25%\""))),
+            Raw::Text(t) => {
+                CountOrPercentSpec::parse_percent(&t).map(CountOrPercentSpec::Percent).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "\"{t}\" is not a count or a percentage such as \"25%\""
+                    ))
+                })
+            }
         }
     }
 }
@@ -480,12 +484,7 @@ pub enum FaultSpec {
     },
     /// The replica restarts: what it holds is dropped (connection resets), and it takes no
     /// request for `duration`.
-    Restart {
-        start: Duration,
-        duration: Duration,
-        replica: Option<u32>,
-        replica_share: Option<f64>,
-    },
+    Restart { start: Duration, duration: Duration, replica: Option<u32>, replica_share: Option<f64> },
 }
 
 impl FaultSpec {

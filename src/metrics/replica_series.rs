@@ -115,7 +115,8 @@ impl ReplicaSeries {
         }
         let first = self.up_since.bucket(self.width);
         // Up to the bucket holding the instant before `now`.
-        let last = Instant::from_ns(now.as_ns() - 1).bucket(self.width).min(self.up_min.len().saturating_sub(1));
+        let last =
+            Instant::from_ns(now.as_ns() - 1).bucket(self.width).min(self.up_min.len().saturating_sub(1));
         for m in self.up_min.iter_mut().take(last + 1).skip(first) {
             *m = Some(m.map_or(self.up, |m| m.min(self.up)));
         }
@@ -182,6 +183,17 @@ mod tests {
         let replica2 = |b: usize| s.row(b)[1 + 3 * 2..1 + 3 * 3].to_vec();
         assert_eq!(replica2(0), [Some(1.0), Some(7.0), Some(0.5)]);
         assert_eq!(replica2(3), [Some(0.0), Some(7.0), None], "the queue holds; no answers");
-        assert_eq!(columns(2), ["replicas_up", "replica0_requests", "replica0_queued", "replica0_success_rate", "replica1_requests", "replica1_queued", "replica1_success_rate"]);
+        assert_eq!(
+            columns(2),
+            [
+                "replicas_up",
+                "replica0_requests",
+                "replica0_queued",
+                "replica0_success_rate",
+                "replica1_requests",
+                "replica1_queued",
+                "replica1_success_rate"
+            ]
+        );
     }
 }

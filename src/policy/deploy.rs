@@ -201,7 +201,12 @@ mod tests {
     }
 
     fn update(replicas: u32, surge: u32, unavailable: u32, ready_s: u64) -> RollingUpdate {
-        RollingUpdate { replicas, max_surge: surge, max_unavailable: unavailable, ready_after: Span::from_secs(ready_s) }
+        RollingUpdate {
+            replicas,
+            max_surge: surge,
+            max_unavailable: unavailable,
+            ready_after: Span::from_secs(ready_s),
+        }
     }
 
     /// The state of every slot just after each change, checked against the invariants: never
@@ -300,7 +305,9 @@ mod tests {
     fn never_more_unavailable_nor_more_pods_than_allowed() {
         let p = CountOrPercent::Percent;
         for replicas in 1..=41 {
-            for (surge, unavailable) in [(p(25.0), p(25.0)), (p(0.0), p(10.0)), (p(50.0), p(0.0)), (p(100.0), p(100.0))] {
+            for (surge, unavailable) in
+                [(p(25.0), p(25.0)), (p(0.0), p(10.0)), (p(50.0), p(0.0)), (p(100.0), p(100.0))]
+            {
                 let (surge, unavailable) = resolve(replicas, surge, unavailable);
                 for ready in [0, 7] {
                     let u = update(replicas, surge, unavailable, ready);

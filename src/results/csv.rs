@@ -6,9 +6,9 @@
 use super::Exporter;
 use crate::experiment::Experiment;
 use crate::experiment::ServerSpec;
+use crate::experiment::deploys::rolling_updates;
 use crate::metrics::RunMetrics;
 use crate::metrics::aggregate::{CellSeries, CellSummary};
-use crate::experiment::deploys::rolling_updates;
 use crate::metrics::replica_series;
 use crate::metrics::series::{GAUGES, Gauge, SERIES};
 use crate::metrics::{Value, catalogue};
@@ -156,8 +156,8 @@ impl Exporter for TimeseriesCsv {
                 let series = stats[..SERIES.len()].iter().copied();
                 let used = gauges.iter().map(|g| stats[SERIES.len() + *g as usize]);
                 // A cell with fewer replicas than the experiment's most leaves the rest empty.
-                let replicas =
-                    (0..replica_columns).map(|k| stats.get(from + k).copied().unwrap_or(Stat { mean: None, sd: None }));
+                let replicas = (0..replica_columns)
+                    .map(|k| stats.get(from + k).copied().unwrap_or(Stat { mean: None, sd: None }));
                 stat_cells(&mut row, series.chain(used).chain(replicas));
                 row
             })

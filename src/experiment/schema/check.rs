@@ -133,8 +133,12 @@ impl Checker<'_> {
                 Value::Integer(i) if (0..=u32::MAX as i64).contains(i) => Ok(()),
                 Value::String(t) => match CountOrPercentSpec::parse_percent(t) {
                     Some(p) if p <= 100.0 => Ok(()),
-                    Some(p) => Err(bad(format!("{p}% is above 100%: give a percentage of the replicas up to \"100%\""))),
-                    None => Err(bad(format!("\"{t}\" is not a percentage: write a count such as 1, or a percentage such as \"25%\""))),
+                    Some(p) => Err(bad(format!(
+                        "{p}% is above 100%: give a percentage of the replicas up to \"100%\""
+                    ))),
+                    None => Err(bad(format!(
+                        "\"{t}\" is not a percentage: write a count such as 1, or a percentage such as \"25%\""
+                    ))),
                 },
                 other => Err(bad(format!(
                     "expected a count such as 1 or a percentage such as \"25%\", found {}",

@@ -11,8 +11,8 @@ use super::deploys::rolling_updates;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
-    AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BalancerSpec, BreakerSpec, BudgetSpec, DiscretePoint, DistSpec,
-    ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PRIORITY_CLASSES,
+    AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BalancerSpec, BreakerSpec, BudgetSpec, DiscretePoint,
+    DistSpec, ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PRIORITY_CLASSES,
     PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec, Strategy, ThrottleSpec,
     WorkloadSpec,
 };
@@ -361,7 +361,10 @@ fn deploys(q: &QueueServerSpec) -> Check {
             )?;
         }
         if s.window.as_ns() == 0 {
-            fail("server.slow_start.window", "must be > 0: how long a replica stays in slow start, e.g. \"30s\"")?;
+            fail(
+                "server.slow_start.window",
+                "must be > 0: how long a replica stays in slow start, e.g. \"30s\"",
+            )?;
         }
     }
     if q.deploys.is_empty() {

@@ -259,7 +259,9 @@ impl Workers {
         for &w in &self.idle {
             busy[w as usize] = false;
         }
-        (0..self.serving.len() as u32).filter(|&w| busy[w as usize] && !self.serving[w as usize].stopped).collect()
+        (0..self.serving.len() as u32)
+            .filter(|&w| busy[w as usize] && !self.serving[w as usize].stopped)
+            .collect()
     }
 
     /// Stops `worker`'s request: the worker is free at once (another slot stands in for it
