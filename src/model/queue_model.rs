@@ -105,7 +105,7 @@ pub enum Kind {
     Hedge,
     /// The outlier detector's interval timer (`[server] outlier`).
     OutlierTick,
-    /// Replica `a` changes state (`b`: [`change_code`]): a `restart` fault starts or ends, or
+    /// Replica `a` changes state (`b`: its `Change`, coded by `change_code`): a `restart` fault starts or ends, or
     /// a rolling deploy moves it.
     ReplicaChange,
 }

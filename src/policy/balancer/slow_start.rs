@@ -35,9 +35,9 @@ impl SlowStartParams {
 }
 
 /// Envoy's `EdfScheduler`: each host has a deadline; a pick takes the earliest (the first added
-/// on a tie), moves the scheduler's time to it, and gives the host its next deadline, that time
-/// + 1 / its weight then. A host that comes (back) among the candidates starts at the current
-/// time + 1 / its weight.
+/// on a tie), moves the scheduler's time to it, and gives the host its next deadline: that
+/// time plus 1 / its weight then. A host that comes (back) among the candidates starts at the
+/// current time plus 1 / its weight.
 #[derive(Clone, Debug, Default)]
 pub struct Edf {
     now: f64,
