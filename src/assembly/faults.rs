@@ -30,6 +30,7 @@ pub fn fault(spec: &FaultSpec) -> Fault {
                 probability,
             })
         }
+        FaultSpec::Restart { .. } => FaultKind::Restart,
     };
     Fault { start, end: start + duration.span(), kind }
 }

@@ -2,19 +2,43 @@
 //! model's replica set (DESIGN §3.3, §4).
 
 use super::server::server;
+use crate::experiment::deploys::rolling_updates;
 use crate::experiment::{BalancerSpec, OutlierSpec, PolicySpec, QueueServerSpec};
+use crate::metrics::recovery::FaultSpan;
 use crate::model::replicas::ReplicaParams;
 use crate::policy::balancer::BalancerParams;
+use crate::policy::balancer::slow_start::SlowStartParams;
+use crate::policy::deploy::plan;
 use crate::policy::outlier::OutlierParams;
 
 /// The replicas after the first, or `None` for a single server (the model without replicas).
+/// A deploy with `max_surge` adds that many slots after the replicas, vacant until it fills
+/// them.
 pub fn replicas(spec: &QueueServerSpec, policy: &PolicySpec) -> Option<ReplicaParams> {
-    (spec.replicas > 1).then(|| ReplicaParams {
-        others: (1..spec.replicas).map(|r| server(spec, r)).collect(),
-        balancer: balancer(spec),
-        outlier: spec.outlier.as_ref().map(outlier),
-        panic_threshold_percent: spec.panic_threshold,
-        reselects: policy.retry_other_replica.then_some(policy.host_selection_retry_max_attempts),
+    (spec.replicas > 1).then(|| {
+        let deploys =
+            plan(spec.replicas, &rolling_updates(spec)).expect("validation refuses overlapping deploys");
+        ReplicaParams {
+            others: (1..deploys.slots.len().max(spec.replicas as usize) as u32)
+                .map(|r| server(spec, r))
+                .collect(),
+            balancer: balancer(spec),
+            outlier: spec.outlier.as_ref().map(outlier),
+            panic_threshold_percent: spec.panic_threshold,
+            reselects: policy.retry_other_replica.then_some(policy.host_selection_retry_max_attempts),
+            slow_start: spec.slow_start.as_ref().map(|s| SlowStartParams {
+                window: s.window.span(),
+                aggression: s.aggression,
+                min_weight: s.min_weight_percent / 100.0,
+            }),
+            deploy_spans: deploys
+                .spans
+                .iter()
+                .map(|&(first_start, last_end)| FaultSpan { first_start, last_end })
+                .collect(),
+            deploys: deploys.slots,
+            replicas: spec.replicas,
+        }
     })
 }
 

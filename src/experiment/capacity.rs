@@ -114,12 +114,7 @@ pub fn of(point: &Point) -> Option<Capacity> {
         .map(|(i, f)| {
             let (start, duration) = f.window();
             let (start_s, end_s) = (secs(start), secs(start) + secs(duration));
-            let (kind, factor) = match *f {
-                FaultSpec::Outage { .. } => ("outage", None),
-                FaultSpec::Capacity { factor, .. } => ("capacity", Some(factor)),
-                FaultSpec::Slowdown { factor, .. } => ("slowdown", Some(factor)),
-                FaultSpec::Errors { .. } => ("errors", None),
-            };
+            let (kind, factor) = f.kind_and_factor();
             let offered = if closed { offered_rps } else { peak_rate(spec, start_s, end_s) };
             let capacity = capacity_at(q, start_s, false, service_s).0;
             Window {
@@ -209,7 +204,8 @@ fn replica_capacity_at(
             secs(start) <= t_s && t_s < secs(start) + secs(duration) && f.strikes(r, q.replicas)
         })
     };
-    let outage = active().any(|f| matches!(f, FaultSpec::Outage { .. }));
+    // A restarting replica serves nothing, as one in an outage.
+    let outage = active().any(|f| matches!(f, FaultSpec::Outage { .. } | FaultSpec::Restart { .. }));
     let share: f64 = active()
         .filter_map(|f| match *f {
             FaultSpec::Capacity { factor, .. } => Some(factor),

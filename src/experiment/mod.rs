@@ -10,6 +10,7 @@
 
 pub mod capacity;
 pub mod cost;
+pub mod deploys;
 pub mod duration;
 mod error;
 mod load;

@@ -285,8 +285,78 @@ pub struct QueueServerSpec {
     /// Percent of healthy replicas below which the balancer ignores health.
     pub panic_threshold: f64,
     pub outlier: Option<OutlierSpec>,
+    /// Envoy's slow start for a replica that (re)joins (round robin and least request).
+    pub slow_start: Option<SlowStartSpec>,
+    /// Rolling deploys (`[[server.deploys]]`, DESIGN §3.4).
+    pub deploys: Vec<DeploySpec>,
     /// Envoy's adaptive concurrency filter in front of the workers (DESIGN §3.3).
     pub adaptive_concurrency: Option<AdaptiveConcurrencySpec>,
+}
+
+/// `[server.slow_start]`: Envoy's `SlowStartConfig`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SlowStartSpec {
+    pub window: Duration,
+    pub aggression: f64,
+    pub min_weight_percent: f64,
+}
+
+/// `[[server.deploys]]`: a Kubernetes Deployment's rolling update (DESIGN §3.4).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeploySpec {
+    pub start: Duration,
+    pub max_unavailable: CountOrPercentSpec,
+    pub max_surge: CountOrPercentSpec,
+    /// From a new replica's creation until it is started.
+    pub startup: Duration,
+    /// From its start until its readiness probe passes.
+    pub readiness: Duration,
+}
+
+/// A count (`1`) or a percentage of the replicas (`"25%"`), as Kubernetes writes
+/// `maxUnavailable` and `maxSurge`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CountOrPercentSpec {
+    Count(u32),
+    Percent(f64),
+}
+
+impl CountOrPercentSpec {
+    /// The text of a percentage ("25%"), if it is one.
+    pub fn parse_percent(text: &str) -> Option<f64> {
+        let n: f64 = text.strip_suffix('%')?.trim().parse().ok()?;
+        (n.is_finite() && n >= 0.0).then_some(n)
+    }
+
+    pub fn is_zero(self) -> bool {
+        match self {
+            CountOrPercentSpec::Count(n) => n == 0,
+            CountOrPercentSpec::Percent(p) => p == 0.0,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CountOrPercentSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Count(u32),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Count(n) => Ok(CountOrPercentSpec::Count(n)),
+            Raw::Text(t) => {
+                CountOrPercentSpec::parse_percent(&t).map(CountOrPercentSpec::Percent).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "\"{t}\" is not a count or a percentage such as \"25%\""
+                    ))
+                })
+            }
+        }
+    }
 }
 
 /// `[server.adaptive_concurrency]`: Envoy's gradient controller; percentages as Envoy writes
@@ -412,6 +482,9 @@ pub enum FaultSpec {
         after_effect: bool,
         retry_after: Option<Duration>,
     },
+    /// The replica restarts: what it holds is dropped (connection resets), and it takes no
+    /// request for `duration`.
+    Restart { start: Duration, duration: Duration, replica: Option<u32>, replica_share: Option<f64> },
 }
 
 impl FaultSpec {
@@ -420,7 +493,19 @@ impl FaultSpec {
             FaultSpec::Outage { start, duration, .. }
             | FaultSpec::Capacity { start, duration, .. }
             | FaultSpec::Slowdown { start, duration, .. }
-            | FaultSpec::Errors { start, duration, .. } => (start, duration),
+            | FaultSpec::Errors { start, duration, .. }
+            | FaultSpec::Restart { start, duration, .. } => (start, duration),
+        }
+    }
+
+    /// Its kind as the file writes it, and its factor (capacity and slowdown).
+    pub fn kind_and_factor(&self) -> (&'static str, Option<f64>) {
+        match *self {
+            FaultSpec::Outage { .. } => ("outage", None),
+            FaultSpec::Capacity { factor, .. } => ("capacity", Some(factor)),
+            FaultSpec::Slowdown { factor, .. } => ("slowdown", Some(factor)),
+            FaultSpec::Errors { .. } => ("errors", None),
+            FaultSpec::Restart { .. } => ("restart", None),
         }
     }
 
@@ -430,7 +515,8 @@ impl FaultSpec {
             FaultSpec::Outage { replica, replica_share, .. }
             | FaultSpec::Capacity { replica, replica_share, .. }
             | FaultSpec::Slowdown { replica, replica_share, .. }
-            | FaultSpec::Errors { replica, replica_share, .. } => (replica, replica_share),
+            | FaultSpec::Errors { replica, replica_share, .. }
+            | FaultSpec::Restart { replica, replica_share, .. } => (replica, replica_share),
         }
     }
 

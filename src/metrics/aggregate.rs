@@ -49,6 +49,8 @@ pub struct CellSeries {
     /// The gauges' statistics, bucket by bucket (a run that did not set a gauge is left out
     /// of its statistic).
     gauges: Vec<[Running; GAUGES.len()]>,
+    /// The replica columns' statistics, bucket by bucket (empty without replicas).
+    replicas: Vec<Vec<Running>>,
     /// One past the last bucket with a nonzero value in any run: trailing buckets where
     /// nothing happened in any run are left out of the file.
     used: usize,
@@ -80,16 +82,29 @@ impl CellSeries {
                     acc.push(x);
                 }
             }
+            if let Some(row) = s.replica_row(i) {
+                if self.replicas.len() < s.len() {
+                    self.replicas.resize(s.len(), Vec::new());
+                }
+                let acc = &mut self.replicas[i];
+                if acc.len() < row.len() {
+                    acc.resize(row.len(), Running::default());
+                }
+                for (acc, x) in acc.iter_mut().zip(row) {
+                    if let Some(x) = x {
+                        acc.push(x);
+                    }
+                }
+            }
         }
     }
 
-    /// `(bucket start in s, one statistic per series, then one per gauge)` for every bucket
-    /// up to the last used.
+    /// `(bucket start in s, one statistic per series, then one per gauge, then one per
+    /// replica column the runs had)` for every bucket up to the last used.
     pub fn rows(&self) -> impl Iterator<Item = (f64, Vec<Stat>)> + '_ {
-        self.buckets[..self.used]
-            .iter()
-            .zip(&self.gauges)
-            .enumerate()
-            .map(|(i, (b, g))| (i as f64 * self.width_s, b.iter().chain(g).map(Running::stat).collect()))
+        self.buckets[..self.used].iter().zip(&self.gauges).enumerate().map(|(i, (b, g))| {
+            let replicas = self.replicas.get(i).map_or(&[][..], |r| &r[..]);
+            (i as f64 * self.width_s, b.iter().chain(g).chain(replicas).map(Running::stat).collect())
+        })
     }
 }

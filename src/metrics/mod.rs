@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod constraint;
 mod recorder;
 pub mod recovery;
+pub mod replica_series;
 pub mod series;
 
 pub use crate::policy::FailReason;

@@ -492,6 +492,12 @@ impl RunRecorder {
         self.cancelled += 1;
     }
 
+    /// The replicas' own series (runs with `replicas` > 1 whose time series is kept).
+    #[inline]
+    pub fn replica_series(&mut self) -> Option<&mut super::replica_series::ReplicaSeries> {
+        self.series.replicas()
+    }
+
     /// From `now` on, the server serves `in_service` requests and `queued` wait.
     #[inline]
     pub fn levels(&mut self, now: Instant, in_service: u32, queued: usize) {

@@ -3,6 +3,7 @@
 //! the aggregation across runs and the reports all read [`SERIES`], and docs/outputs.md is
 //! generated from it and [`SERIES_MEANING`].
 
+use super::replica_series::ReplicaSeries;
 use crate::engine::{Instant, Span};
 
 /// The series, in CSV order.
@@ -116,6 +117,8 @@ pub struct TimeSeries {
     levels_from: usize,
     /// Which gauges were set in this run.
     gauges_used: [bool; GAUGES.len()],
+    /// The replicas' own series, in a run with `replicas` > 1.
+    replicas: Option<Box<ReplicaSeries>>,
 }
 
 impl TimeSeries {
@@ -130,6 +133,7 @@ impl TimeSeries {
             levels: (0, 0),
             levels_from: 0,
             gauges_used: [false; GAUGES.len()],
+            replicas: None,
         }
     }
 
@@ -143,11 +147,30 @@ impl TimeSeries {
             levels: (0, 0),
             levels_from: 0,
             gauges_used: [false; GAUGES.len()],
+            replicas: None,
         }
     }
 
     pub fn width(&self) -> Span {
         self.width
+    }
+
+    /// Keeps the series of `replicas` replicas too, `up` of them up at the start (a run with
+    /// `replicas` > 1).
+    pub fn track_replicas(&mut self, replicas: u32, up: u32) {
+        self.replicas = Some(Box::new(ReplicaSeries::new(replicas, self.buckets.len(), self.width, up)));
+    }
+
+    /// The replicas' series, if this run keeps them.
+    #[inline]
+    pub fn replicas(&mut self) -> Option<&mut ReplicaSeries> {
+        self.replicas.as_deref_mut()
+    }
+
+    /// Bucket `i`'s replica columns ([`super::replica_series::columns`]), if this run keeps
+    /// them.
+    pub fn replica_row(&self, i: usize) -> Option<Vec<Option<f64>>> {
+        self.replicas.as_ref().map(|r| r.row(i))
     }
 
     /// Buckets in the series.
@@ -235,6 +258,9 @@ impl TimeSeries {
     pub fn finish(&mut self) {
         let n = self.buckets.len();
         self.fill_levels(n);
+        if let Some(r) = &mut self.replicas {
+            r.finish();
+        }
         // A gauge unchanged through a bucket keeps its value from the bucket before.
         for g in 0..GAUGES.len() {
             let mut value = None;

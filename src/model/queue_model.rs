@@ -44,7 +44,7 @@ use super::connections::{self, Connections, Grant};
 use super::gateway::{self, Caller, Gateways, Step};
 use super::hedges::Hedges;
 use super::network::Network;
-use super::replicas::{ReplicaParams, Replicas};
+use super::replicas::{Change, Moved, ReplicaParams, Replicas};
 use super::server::idempotency::{Completion, KeyMode, KeyTag};
 use super::server::workers::{self, Next};
 use super::server::{Arrival, Reply, Request, Server, ServerParams};
@@ -55,6 +55,7 @@ use crate::engine::rng::{Stream, stream};
 use crate::engine::{self, EventQueue, Instant, Model, Scheduler, Span};
 use crate::metrics::series::{Gauge, TimeSeries};
 use crate::metrics::{Latencies, RunMetrics, RunRecorder, Window};
+use crate::policy::deploy::SlotState;
 use crate::policy::limit::envoy_gradient::Timer;
 use crate::policy::{FailReason, Outcome};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -104,6 +105,9 @@ pub enum Kind {
     Hedge,
     /// The outlier detector's interval timer (`[server] outlier`).
     OutlierTick,
+    /// Replica `a` changes state (`b`: its `Change`, coded by `change_code`): a `restart` fault starts or ends, or
+    /// a rolling deploy moves it.
+    ReplicaChange,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -191,6 +195,30 @@ impl Ev {
     pub fn limit_timer(which: Timer) -> Ev {
         Ev::of(Kind::LimitTimer, which as u32, 0, 0)
     }
+    pub fn replica_change(replica: u32, change: Change) -> Ev {
+        Ev::of(Kind::ReplicaChange, replica, change_code(change), 0)
+    }
+}
+
+/// A replica's [`Change`] as an event field, and back.
+fn change_code(change: Change) -> u32 {
+    match change {
+        Change::RestartBegins => 0,
+        Change::RestartEnds => 1,
+        Change::Deployed(SlotState::Up) => 2,
+        Change::Deployed(SlotState::Starting) => 3,
+        Change::Deployed(SlotState::Vacant) => 4,
+    }
+}
+
+fn change_of(code: u32) -> Change {
+    match code {
+        0 => Change::RestartBegins,
+        1 => Change::RestartEnds,
+        2 => Change::Deployed(SlotState::Up),
+        3 => Change::Deployed(SlotState::Starting),
+        _ => Change::Deployed(SlotState::Vacant),
+    }
 }
 
 // Events are copied in and out of the queue millions of times a second: keep them small.
@@ -225,6 +253,11 @@ struct QueueModel<const PLAIN: bool> {
     hedges: Option<Hedges>,
     /// The replicas after the first (`server`) and their balancer, with `[server] replicas`.
     replicas: Option<Box<Replicas>>,
+    /// Whether a replica ever restarts (`restart` faults, deploys): a worker's `Done` event
+    /// may then be for a request dropped by a restart.
+    restarts: bool,
+    /// Without replicas: the server's `restart` faults under way.
+    restarting: u32,
 }
 
 /// What one run of the queue model is given besides the server's parameters. `queue` (empty) and
@@ -293,6 +326,33 @@ pub fn is_plain(
         && !waits_in_client
 }
 
+/// Schedules every replica's changes of state: its `restart` faults' starts and ends, and the
+/// deploys' moves. Returns whether there is any.
+fn schedule_changes<Q: EventQueue<Ev>>(
+    server: &Server,
+    replicas: Option<&Replicas>,
+    sched: &mut Scheduler<Ev, Q>,
+) -> bool {
+    let mut any = false;
+    let others = replicas.map_or(&[][..], |set| &set.others[..]);
+    for (r, replica) in std::iter::once(server).chain(others).enumerate() {
+        for (start, end) in replica.restarts() {
+            sched.schedule_at(start, Ev::replica_change(r as u32, Change::RestartBegins));
+            sched.schedule_at(end, Ev::replica_change(r as u32, Change::RestartEnds));
+            any = true;
+        }
+    }
+    if let Some(set) = replicas {
+        for (r, moves) in set.deploy_moves().iter().enumerate() {
+            for &(at, state) in moves {
+                sched.schedule_at(at, Ev::replica_change(r as u32, Change::Deployed(state)));
+                any = true;
+            }
+        }
+    }
+    any
+}
+
 /// [`run`] with the copy of the model it chose.
 fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
     server: Server,
@@ -331,6 +391,13 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
             sched.schedule_at(Instant::ZERO + interval, Ev::OUTLIER_TICK);
         }
     }
+    let restarts = schedule_changes(&server, replicas.as_deref(), &mut sched);
+    let mut series = series;
+    if let Some(set) = &replicas
+        && !series.is_empty()
+    {
+        series.track_replicas(set.count(), set.up_count());
+    }
     let mut model = QueueModel::<PLAIN> {
         clients,
         server,
@@ -347,6 +414,8 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         bulkheads,
         hedges,
         replicas,
+        restarts,
+        restarting: 0,
     };
     if !PLAIN {
         model.limits_start(&mut sched);
@@ -509,6 +578,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                 }
             }
             Kind::OutlierTick => self.outlier_tick(s),
+            Kind::ReplicaChange => self.replica_changed(a, change_of(b), s),
             Kind::Redrive => self.redrive(a, s),
             Kind::Hedge => self.hedge_timer(a, b, s),
             Kind::LayerSend => {
@@ -568,11 +638,15 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         }
     }
 
-    /// Requests in service and waiting at the whole service, after replica `r`'s changed.
+    /// Requests in service and waiting at the whole service, after replica `r`'s changed at
+    /// `now` (its queue goes into its own time series).
     #[inline(always)]
-    fn levels(&mut self, r: u32) -> (u32, usize) {
+    fn levels(&mut self, r: u32, now: Instant) -> (u32, usize) {
         let levels = self.replica(r).levels();
         if self.has_replicas() {
+            if let Some(series) = self.rec.replica_series() {
+                series.queued(r, now, levels.1);
+            }
             return self.replicas.as_mut().expect("checked").levels(r, levels);
         }
         levels
@@ -586,7 +660,57 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     fn replica_left(&mut self, r: u32, req: &Request, reply: Option<Reply>, now: Instant) {
         if self.has_replicas() {
             self.replicas.as_mut().expect("checked").left(r, req.op, req.attempt, reply, now);
+            if let Some(reply) = reply
+                && let Some(series) = self.rec.replica_series()
+            {
+                series.answered(r, now, reply.outcome == Outcome::Success);
+            }
         }
+    }
+
+    /// Replica `r` changes state: down from up, it drops every request it holds (queued and in
+    /// service), each answered with a connection reset, and refuses new ones; up again, it
+    /// takes requests (and its slow start begins).
+    #[cold]
+    #[inline(never)]
+    fn replica_changed<Q: EventQueue<Ev>>(&mut self, r: u32, change: Change, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
+        let moved = match self.replicas.as_mut() {
+            Some(set) => set.change(r, change, now),
+            None => {
+                let was = self.restarting;
+                self.restarting = if change == Change::RestartBegins { was + 1 } else { was - 1 };
+                match (was, self.restarting) {
+                    (0, _) => Moved::Down,
+                    (_, 0) => Moved::Up,
+                    _ => Moved::Same,
+                }
+            }
+        };
+        match moved {
+            Moved::Down => self.restart(r, s),
+            Moved::Up => self.replica_mut(r).restarted(),
+            Moved::Same => {}
+        }
+        if let Some(set) = &self.replicas {
+            let up = set.up_count();
+            if let Some(series) = self.rec.replica_series() {
+                series.up(now, up);
+            }
+        }
+    }
+
+    /// Replica `r` goes down at once: what it held is answered with a connection reset.
+    fn restart<Q: EventQueue<Ev>>(&mut self, r: u32, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
+        let (waiting, serving) = self.replica_mut(r).go_down(now);
+        let reset = Reply::of(Outcome::ConnectionError);
+        for req in waiting.into_iter().chain(serving.into_iter().map(|(req, _)| req)) {
+            self.replica_left(r, &req, Some(reset), now);
+            self.respond(req, reset, s);
+        }
+        let (busy, queued) = self.levels(r, now);
+        self.rec.levels(now, busy, queued);
     }
 
     #[cold]
@@ -800,6 +924,12 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         let arrival = self.replica_mut(r).arrive::<false>(req, now);
         let set = self.replicas.as_mut().expect("checked");
         set.arrived(r, req.op, req.attempt, &arrival, now);
+        if let Some(series) = self.rec.replica_series() {
+            series.sent(r, now);
+            if let Arrival::Answered(reply) | Arrival::Replayed(reply) = arrival {
+                series.answered(r, now, reply.outcome == Outcome::Success);
+            }
+        }
         self.admitted(req, arrival, r, s)
     }
 
@@ -907,7 +1037,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     #[inline]
     fn accepted(&mut self, now: Instant, queued: bool, r: u32) {
         self.rec.accepted(now, queued);
-        let (busy, queued) = self.levels(r);
+        let (busy, queued) = self.levels(r, now);
         self.rec.levels(now, busy, queued);
     }
 
@@ -916,6 +1046,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// request starts.
     fn done<Q: EventQueue<Ev>>(&mut self, worker: u32, r: u32, s: &mut Scheduler<Ev, Q>) {
         if self.has_hedging() && self.reaped(worker) {
+            return;
+        }
+        if !PLAIN && self.restarts && self.replica_mut(r).reap_stopped(worker) {
             return;
         }
         let now = s.now();
@@ -1012,7 +1145,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
                 }
             }
         }
-        let (busy, queued) = self.levels(r);
+        let (busy, queued) = self.levels(r, now);
         self.rec.levels(now, busy, queued);
     }
 

@@ -16,7 +16,9 @@ use crate::engine::rng::{Stream, derive, mix64, stream};
 use crate::engine::{Instant, Span};
 use crate::metrics::recovery::FaultSpan;
 use crate::policy::Outcome;
+use crate::policy::balancer::slow_start::SlowStartParams;
 use crate::policy::balancer::{Balancer, BalancerParams, Hosts};
+use crate::policy::deploy::SlotState;
 use crate::policy::outlier::{Detector, OutlierParams};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashMap;
@@ -34,6 +36,14 @@ pub struct ReplicaParams {
     /// `retry_other_replica`: Envoy's `previous_hosts` predicate with this many host
     /// re-selections (`host_selection_retry_max_attempts`); `None`: a fresh pick per attempt.
     pub reselects: Option<u32>,
+    /// Envoy's slow start for a replica that (re)joins (round robin and least request).
+    pub slow_start: Option<SlowStartParams>,
+    /// Rolling deploys: per replica (the surge slots included), its changes of state in time
+    /// order, and the span of each deploy (for the recovery analysis).
+    pub deploys: Vec<Vec<(Instant, SlotState)>>,
+    pub deploy_spans: Vec<FaultSpan>,
+    /// Replicas `replicas ..` are surge slots, vacant until a deploy fills them.
+    pub replicas: u32,
 }
 
 impl ReplicaParams {
@@ -69,6 +79,39 @@ pub struct Replicas {
     levels: Vec<(u32, usize)>,
     total: (u32, usize),
     rng: Xoshiro256PlusPlus,
+    /// Per replica: its state as the deploys set it, the `restart` faults under way, and the
+    /// state that results ([`Replicas::state`]).
+    deployed: Vec<SlotState>,
+    restarting: Vec<u32>,
+    state: Vec<SlotState>,
+    /// Slow start: when each replica last came up (`None`: before the run, out of its window),
+    /// and the weights handed to the balancer.
+    slow_start: Option<SlowStartParams>,
+    joined: Vec<Option<Instant>>,
+    weights: Vec<f64>,
+    deploy_spans: Vec<FaultSpan>,
+    deploys: Vec<Vec<(Instant, SlotState)>>,
+}
+
+/// A change of a replica's state, scheduled by the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A `restart` fault starts or ends.
+    RestartBegins,
+    RestartEnds,
+    /// A deploy puts the replica in this state.
+    Deployed(SlotState),
+}
+
+/// What a change did to a replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moved {
+    /// It went down from up: it drops what it holds.
+    Down,
+    /// It came up.
+    Up,
+    /// Nothing the model must act on.
+    Same,
 }
 
 impl Replicas {
@@ -77,13 +120,15 @@ impl Replicas {
     /// the run's balancer stream.
     pub fn new(params: ReplicaParams, run_seed: u64) -> Replicas {
         let n = params.count();
+        let deployed: Vec<SlotState> =
+            (0..n).map(|r| if r < params.replicas { SlotState::Up } else { SlotState::Vacant }).collect();
         let others = params
             .others
             .into_iter()
             .enumerate()
             .map(|(i, p)| Server::new(p, derive(run_seed, mix64(i as u64 + 1))))
             .collect();
-        Replicas {
+        let mut set = Replicas {
             others,
             balancer: Balancer::new(params.balancer, n),
             detector: params.outlier.map(|o| Detector::new(o, n)),
@@ -97,12 +142,31 @@ impl Replicas {
             levels: vec![(0, 0); n as usize],
             total: (0, 0),
             rng: stream(run_seed, Stream::Balancer),
+            state: deployed.clone(),
+            deployed,
+            restarting: vec![0; n as usize],
+            slow_start: params.slow_start,
+            joined: vec![None; n as usize],
+            weights: vec![1.0; n as usize],
+            deploy_spans: params.deploy_spans,
+            deploys: params.deploys,
+        };
+        // Surge slots hold no replica until a deploy starts one there.
+        for r in params.replicas..n {
+            set.others[r as usize - 1].go_down(Instant::ZERO);
         }
+        set.health_changed();
+        set
     }
 
     /// Replicas in all.
     pub fn count(&self) -> u32 {
         self.active.len() as u32
+    }
+
+    /// Per replica, the deploys' changes of its state in time order.
+    pub fn deploy_moves(&self) -> &[Vec<(Instant, SlotState)>] {
+        &self.deploys
     }
 
     /// The outlier detector's interval, if there is one.
@@ -113,7 +177,13 @@ impl Replicas {
     /// The replica that attempt `attempt` of the operation in slot `op` (unique id `op_id`)
     /// goes to.
     pub fn pick(&mut self, op: u32, op_id: u64, now: Instant) -> u32 {
-        let hosts = Hosts { candidates: &self.candidates, usable: &self.usable, active: &self.active };
+        let weighted = self.slow_start.is_some() && self.slow_start_weights(now);
+        let hosts = Hosts {
+            candidates: &self.candidates,
+            usable: &self.usable,
+            active: &self.active,
+            weights: weighted.then_some(&self.weights[..]),
+        };
         let key = mix64(op_id);
         let Some(reselects) = self.reselects else {
             return self.balancer.choose(&hosts, key, &[], 0, now, &mut self.rng);
@@ -190,21 +260,85 @@ impl Replicas {
         }
     }
 
-    /// Recomputes the replicas the balancer may pick: the healthy ones, or every replica
-    /// when fewer than the panic threshold are healthy (Envoy's panic mode).
+    /// Recomputes the replicas the balancer may pick: the healthy ones (up and not ejected),
+    /// or, when fewer than the panic threshold of the hosts (the replicas that are not vacant)
+    /// are healthy, every host (Envoy's panic mode: a restarting replica then refuses the
+    /// connection).
     fn health_changed(&mut self) {
-        let d = self.detector.as_ref().expect("only the detector changes health");
         let n = self.active.len();
-        let healthy = n - d.ejected_count() as usize;
-        let panic = 100.0 * (healthy as f64) / (n as f64) < self.panic_threshold_percent;
+        let ejected = |r: u32| self.detector.as_ref().is_some_and(|d| d.is_ejected(r));
+        let host = |r: u32| self.state[r as usize] != SlotState::Vacant;
+        let healthy = |r: u32| self.state[r as usize] == SlotState::Up && !ejected(r);
+        let hosts = (0..n as u32).filter(|&r| host(r)).count();
+        let healthy_count = (0..n as u32).filter(|&r| healthy(r)).count();
+        let panic = 100.0 * (healthy_count as f64) < self.panic_threshold_percent * hosts as f64;
         self.candidates.clear();
         for r in 0..n as u32 {
-            let usable = panic || !d.is_ejected(r);
+            let usable = host(r) && (panic || healthy(r));
             self.usable[r as usize] = usable;
             if usable {
                 self.candidates.push(r);
             }
         }
+        if self.candidates.is_empty() {
+            // No host at all (a threshold of 0 with every replica down): each refuses.
+            self.candidates.extend((0..n as u32).filter(|&r| host(r)));
+            for &r in &self.candidates {
+                self.usable[r as usize] = true;
+            }
+        }
+    }
+
+    /// Replica `r` changes at `now`: its new state is the deploy's, made `Starting` (down)
+    /// while a `restart` fault lasts. Returns whether it went down (the model drops what it
+    /// holds) or came up (its slow start begins).
+    pub fn change(&mut self, r: u32, change: Change, now: Instant) -> Moved {
+        let i = r as usize;
+        match change {
+            Change::RestartBegins => self.restarting[i] += 1,
+            Change::RestartEnds => self.restarting[i] -= 1,
+            Change::Deployed(s) => self.deployed[i] = s,
+        }
+        let new = match self.deployed[i] {
+            SlotState::Up if self.restarting[i] > 0 => SlotState::Starting,
+            s => s,
+        };
+        let old = std::mem::replace(&mut self.state[i], new);
+        if old == new {
+            return Moved::Same;
+        }
+        self.health_changed();
+        match (old, new) {
+            (SlotState::Up, _) => Moved::Down,
+            (_, SlotState::Up) => {
+                self.joined[i] = Some(now);
+                Moved::Up
+            }
+            _ => Moved::Same,
+        }
+    }
+
+    /// Replicas up (serving, ejected or not).
+    pub fn up_count(&self) -> u32 {
+        self.state.iter().filter(|s| **s == SlotState::Up).count() as u32
+    }
+
+    /// Fills the slow-start weights at `now`; whether any candidate is in its window (the
+    /// balancer then picks by weight).
+    fn slow_start_weights(&mut self, now: Instant) -> bool {
+        let params = self.slow_start.expect("checked");
+        let mut weighted = false;
+        for &r in &self.candidates {
+            let w = self.joined[r as usize].map_or(1.0, |at| params.weight(now.since(at)));
+            if w < 1.0 {
+                weighted = true;
+            } else {
+                // Out of the window for good: no need to compute it again.
+                self.joined[r as usize] = None;
+            }
+            self.weights[r as usize] = w;
+        }
+        weighted
     }
 
     /// Replica `r`'s levels changed to `levels`; returns the levels of all replicas together.
@@ -214,9 +348,11 @@ impl Replicas {
         self.total
     }
 
-    /// The span of all replicas' faults, with replica 0's (`first`).
+    /// The span of all replicas' faults and deploys, with replica 0's faults (`first`).
     pub fn fault_span(&self, first: Option<FaultSpan>, horizon: Instant) -> Option<FaultSpan> {
-        self.others.iter().map(|s| s.fault_span(horizon)).fold(first, |a, b| match (a, b) {
+        let deploys = self.deploy_spans.iter().filter(|d| d.first_start < horizon).map(|d| Some(*d));
+        let faults = self.others.iter().map(|s| s.fault_span(horizon));
+        faults.chain(deploys).fold(first, |a, b| match (a, b) {
             (Some(a), Some(b)) => Some(FaultSpan {
                 first_start: a.first_start.min(b.first_start),
                 last_end: a.last_end.max(b.last_end),

@@ -10,6 +10,7 @@ pub mod budget;
 pub mod bulkhead;
 pub mod dead_letter;
 pub mod decision;
+pub mod deploy;
 pub mod gate;
 pub mod hedge;
 pub mod limit;

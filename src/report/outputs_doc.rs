@@ -7,6 +7,7 @@
 
 use crate::metrics::METRICS;
 use crate::metrics::catalogue::WINDOW_METRICS;
+use crate::metrics::replica_series::REPLICA_MEANING;
 use crate::metrics::series::{GAUGE_MEANING, GAUGES, SERIES, SERIES_MEANING};
 use crate::results::manifest::Manifest;
 use std::fmt::Write;
@@ -113,6 +114,9 @@ pub fn outputs_reference() -> String {
          | column | unit | meaning |\n|---|---|---|\n",
     );
     for (name, (unit, meaning)) in SERIES.iter().zip(SERIES_MEANING).chain(GAUGES.iter().zip(GAUGE_MEANING)) {
+        let _ = writeln!(s, "| `{name}` | {unit} | {meaning} |");
+    }
+    for (name, unit, meaning) in REPLICA_MEANING {
         let _ = writeln!(s, "| `{name}` | {unit} | {meaning} |");
     }
     s.push_str("\n### `manifest.json`\n\n| field | meaning |\n|---|---|\n");

@@ -6,8 +6,10 @@
 use super::Exporter;
 use crate::experiment::Experiment;
 use crate::experiment::ServerSpec;
+use crate::experiment::deploys::rolling_updates;
 use crate::metrics::RunMetrics;
 use crate::metrics::aggregate::{CellSeries, CellSummary};
+use crate::metrics::replica_series;
 use crate::metrics::series::{GAUGES, Gauge, SERIES};
 use crate::metrics::{Value, catalogue};
 use crate::stats::Stat;
@@ -126,9 +128,12 @@ impl Exporter for TimeseriesCsv {
     fn header(&self, exp: &Experiment) -> Vec<String> {
         let mut h = header(exp, &["strategy", "t_s"]);
         let gauges = gauges(exp);
-        for s in SERIES.iter().chain(gauges.iter().map(|g| &GAUGES[*g as usize])) {
-            h.push(s.to_string());
+        let names = SERIES.iter().chain(gauges.iter().map(|g| &GAUGES[*g as usize])).map(|s| s.to_string());
+        for s in names.chain(replica_columns(exp)) {
             h.push(format!("{s}_sd"));
+            h.push(s);
+            let n = h.len();
+            h.swap(n - 2, n - 1);
         }
         h
     }
@@ -142,17 +147,40 @@ impl Exporter for TimeseriesCsv {
         let done = std::mem::take(&mut self.cell);
         let keys = key_cells(exp, c);
         let gauges = gauges(exp);
+        let replica_columns = replica_columns(exp).len();
+        let from = SERIES.len() + GAUGES.len();
         done.rows()
             .map(|(t, stats)| {
                 let mut row = keys.clone();
                 row.push(t.to_string());
                 let series = stats[..SERIES.len()].iter().copied();
                 let used = gauges.iter().map(|g| stats[SERIES.len() + *g as usize]);
-                stat_cells(&mut row, series.chain(used));
+                // A cell with fewer replicas than the experiment's most leaves the rest empty.
+                let replicas = (0..replica_columns)
+                    .map(|k| stats.get(from + k).copied().unwrap_or(Stat { mean: None, sd: None }));
+                stat_cells(&mut row, series.chain(used).chain(replicas));
                 row
             })
             .collect()
     }
+}
+
+/// The replica columns of timeseries.csv, for the most replica slots of any point with
+/// `replicas` > 1 (a deploy's surge slots included); none when no point has replicas, so that
+/// other experiments keep their columns.
+fn replica_columns(exp: &Experiment) -> Vec<String> {
+    let slots = exp
+        .points
+        .iter()
+        .filter_map(|p| match &p.spec.server {
+            ServerSpec::Queue(q) if q.replicas > 1 => {
+                let surge = rolling_updates(q).iter().map(|(_, u)| u.max_surge).max().unwrap_or(0);
+                Some(q.replicas + surge)
+            }
+            _ => None,
+        })
+        .max();
+    slots.map_or_else(Vec::new, replica_series::columns)
 }
 
 /// The gauges timeseries.csv carries: an adaptive limit's column appears only in an

@@ -7,7 +7,7 @@
 //! field existed still plots: the report then falls back on what the CSV files say.
 
 use crate::experiment::capacity::mean_s;
-use crate::experiment::{Experiment, FaultSpec, ServerSpec};
+use crate::experiment::{Experiment, ServerSpec};
 use crate::sweep::{Cell, Shard};
 use serde::{Deserialize, Serialize};
 
@@ -173,12 +173,7 @@ fn point_info(values: &[String], server: &ServerSpec) -> PointInfo {
                 .iter()
                 .map(|f| {
                     let (start, duration) = f.window();
-                    let (kind, factor) = match *f {
-                        FaultSpec::Outage { .. } => ("outage", None),
-                        FaultSpec::Capacity { factor, .. } => ("capacity", Some(factor)),
-                        FaultSpec::Slowdown { factor, .. } => ("slowdown", Some(factor)),
-                        FaultSpec::Errors { .. } => ("errors", None),
-                    };
+                    let (kind, factor) = f.kind_and_factor();
                     let start_s = start.span().as_secs_f64();
                     FaultInfo {
                         kind: kind.to_owned(),

@@ -592,6 +592,57 @@ fn cases() -> Vec<Case> {
             stderr: &["`server.faults[0].replica`", "numbered from 0 to 1"],
         },
         Case {
+            what: "a deploy without replicas",
+            text: replaced("queue = 0", "queue = 0\n[[server.deploys]]\nstart = \"1s\"\nstartup = \"1s\""),
+            args: &[],
+            stderr: &["`server.deploys`", "set server.replicas > 1"],
+        },
+        Case {
+            what: "a deploy with max_unavailable 0 and max_surge 0",
+            text: replaced(
+                "queue = 0",
+                "queue = 0\nreplicas = 4\n[[server.deploys]]\nstart = \"1s\"\nstartup = \"1s\"\nmax_unavailable = 0\nmax_surge = \"0%\"",
+            ),
+            args: &[],
+            stderr: &["`server.deploys[0].max_unavailable`", "set max_unavailable >= 1 or max_surge >= 1"],
+        },
+        Case {
+            what: "a deploy's max_surge that is not a count or a percentage",
+            text: replaced(
+                "queue = 0",
+                "queue = 0\nreplicas = 4\n[[server.deploys]]\nstart = \"1s\"\nstartup = \"1s\"\nmax_surge = \"25 percent\"",
+            ),
+            args: &[],
+            stderr: &["`server.deploys[0].max_surge`", "a percentage such as \"25%\""],
+        },
+        Case {
+            what: "a deploy that starts before the one before it has ended",
+            text: replaced(
+                "queue = 0",
+                "queue = 0\nreplicas = 4\n[[server.deploys]]\nstart = \"1s\"\nstartup = \"5s\"\n[[server.deploys]]\nstart = \"3s\"\nstartup = \"5s\"",
+            ),
+            args: &[],
+            stderr: &["`server.deploys[1].start`", "one after the other"],
+        },
+        Case {
+            what: "a restart naming a replica that does not exist",
+            text: replaced(
+                "queue = 0",
+                "queue = 0\nreplicas = 3\n[[server.faults]]\nkind = \"restart\"\nstart = \"1s\"\nduration = \"1s\"\nreplica = 3",
+            ),
+            args: &[],
+            stderr: &["`server.faults[0].replica`", "numbered from 0 to 2"],
+        },
+        Case {
+            what: "slow start with a balancer Envoy does not apply it to",
+            text: replaced(
+                "queue = 0",
+                "queue = 0\nreplicas = 3\nbalancer = \"random\"\nslow_start = { window = \"30s\" }",
+            ),
+            args: &[],
+            stderr: &["`server.slow_start`", "round-robin and least-request"],
+        },
+        Case {
             what: "a rate limiter with replicas",
             text: replaced("queue = 0", "queue = 0\nreplicas = 2\nrate_limit = { rate = 10.0, burst = 5 }"),
             args: &[],

@@ -18,6 +18,7 @@ mod cli_run;
 mod conservation;
 mod controls;
 mod dead_letter;
+mod deploys;
 mod determinism;
 mod disciplines;
 mod docs;

@@ -11,6 +11,7 @@
 use super::{Field, IfAbsent, Range, Table, Tagged, Ty};
 use crate::experiment::ConfigError;
 use crate::experiment::duration::Duration;
+use crate::experiment::spec::CountOrPercentSpec;
 use crate::suggest::{closest, list};
 use serde::Deserialize;
 use toml::Value;
@@ -125,6 +126,22 @@ impl Checker<'_> {
                 }
                 other => Err(bad(format!(
                     "expected a number of calls or a duration, found a {}",
+                    other.type_str()
+                ))),
+            },
+            Ty::CountOrPercent => match value {
+                Value::Integer(i) if (0..=u32::MAX as i64).contains(i) => Ok(()),
+                Value::String(t) => match CountOrPercentSpec::parse_percent(t) {
+                    Some(p) if p <= 100.0 => Ok(()),
+                    Some(p) => Err(bad(format!(
+                        "{p}% is above 100%: give a percentage of the replicas up to \"100%\""
+                    ))),
+                    None => Err(bad(format!(
+                        "\"{t}\" is not a percentage: write a count such as 1, or a percentage such as \"25%\""
+                    ))),
+                },
+                other => Err(bad(format!(
+                    "expected a count such as 1 or a percentage such as \"25%\", found {}",
                     other.type_str()
                 ))),
             },

@@ -41,6 +41,9 @@ fn ty(t: &Ty) -> Value {
             ]
         }),
         Ty::CallsOrDuration => json!({ "anyOf": [{ "type": "integer", "minimum": 1 }, duration()] }),
+        Ty::CountOrPercent => json!({
+            "anyOf": [{ "type": "integer", "minimum": 0 }, { "type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?%$" }]
+        }),
         Ty::List(item) => json!({ "type": "array", "items": ty(item) }),
         Ty::Table(t) => table(t),
         Ty::Tagged(t) => tagged(t),

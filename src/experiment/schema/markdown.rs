@@ -4,8 +4,9 @@
 //! --markdown` prints it.
 
 use super::{
-    BACKOFF, BREAKER, BUDGET, CLIENT, CODEL, DEAD_LETTER, DIST, ERROR, FAULT, IDEMPOTENCY, LAYER, NETWORK,
-    OUTPUT, OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SERVER, STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
+    BACKOFF, BREAKER, BUDGET, CLIENT, CODEL, DEAD_LETTER, DEPLOY, DIST, ERROR, FAULT, IDEMPOTENCY, LAYER,
+    NETWORK, OUTPUT, OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SERVER, SLOW_START, STRATEGY, SWEEP, THROTTLE,
+    TUNE, WORKLOAD,
 };
 use super::{Field, IfAbsent, Range, Table, Tagged, Ty};
 
@@ -56,6 +57,16 @@ pub fn reference() -> String {
     section("`[server.idempotency]`", "", table(&IDEMPOTENCY));
     section("`[server.overload]`", "", table(&OVERLOAD));
     section("`[server.codel]`", "", table(&CODEL));
+    section(
+        "`[server.slow_start]`",
+        "Envoy's `SlowStartConfig`: a replica that came up has weight max(min_weight_percent / 100, (max(t, 1 s) / window)^(1 / aggression)) until the window ends (round-robin and least-request only).",
+        table(&SLOW_START),
+    );
+    section(
+        "`[[server.deploys]]`",
+        "A Kubernetes Deployment's `RollingUpdate`, one deploy after the other; each replica taken down is restarted as a `restart` fault.",
+        table(&DEPLOY),
+    );
     section(
         "`[client]` and `[[strategies]]`",
         "`[client]` holds the defaults of every strategy; a strategy may set any of these keys, \
@@ -183,6 +194,7 @@ fn type_name(t: &Ty) -> String {
         Ty::Choice(c) => c.iter().map(|s| format!("`\"{s}\"`")).collect::<Vec<_>>().join(" / "),
         Ty::StatusOrFailure => "status, `\"timeout\"` or `\"connection-error\"`".into(),
         Ty::CallsOrDuration => "integer (calls) or duration".into(),
+        Ty::CountOrPercent => "integer or percentage (`\"25%\"`)".into(),
         Ty::List(item) => format!("list of {}", plural(&type_name(item))),
         Ty::Table(_) => "table".into(),
         Ty::Tagged(t) => format!("table by `{}`", t.tag),

@@ -52,6 +52,9 @@ pub enum Ty {
     StatusOrFailure,
     /// A whole number of calls, or a duration.
     CallsOrDuration,
+    /// A count (an integer >= 0), or a percentage of the replicas (`"25%"`, 0 to 100), as
+    /// Kubernetes writes `maxUnavailable` and `maxSurge`.
+    CountOrPercent,
     /// A list of values of one type.
     List(&'static Ty),
     /// A table with fixed keys.
@@ -734,6 +737,20 @@ pub static SERVER: Tagged = Tagged {
                     Absent("no outlier detection"),
                     "Envoy's outlier detection: replicas that fail are ejected from the balancer for a while, see [server.outlier]",
                 ),
+                f(
+                    "slow_start",
+                    Ty::Table(&SLOW_START),
+                    Absent("no slow start: a replica that comes up takes its full share at once"),
+                    "Envoy's slow start: a replica that (re)joins gets a share of traffic growing over a window, see [server.slow_start]",
+                )
+                .rules("balancer round-robin or least-request (Envoy applies it to those only)"),
+                f(
+                    "deploys",
+                    Ty::List(&Ty::Table(&DEPLOY)),
+                    Value("[]"),
+                    "rolling deploys (a Kubernetes Deployment's RollingUpdate), see [[server.deploys]]",
+                )
+                .rules("replicas > 1; one after the other"),
             ],
         },
         Variant {
@@ -769,6 +786,65 @@ pub static EWMA: Table = Table {
             Ty::Duration,
             Duration(EWMA_DEFAULT_RTT, "ms"),
             "a replica's estimate before it answers (linkerd: 30 ms)",
+        ),
+    ],
+};
+
+/// Envoy's `SlowStartConfig` defaults (`cluster.proto`): aggression 1.0, min weight 10 %.
+pub const SLOW_START_AGGRESSION: f64 = 1.0;
+pub const SLOW_START_MIN_WEIGHT_PERCENT: f64 = 10.0;
+
+pub static SLOW_START: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "window",
+            Ty::Duration,
+            Required,
+            "how long a replica that came up stays in slow start (Envoy's slow_start_window)",
+        )
+        .range(POSITIVE),
+        f(
+            "aggression",
+            Ty::Num,
+            Num(SLOW_START_AGGRESSION),
+            "the ramp's shape: weight x (time in window / window)^(1 / aggression); 1 = linear",
+        )
+        .range(POSITIVE),
+        f(
+            "min_weight_percent",
+            Ty::Num,
+            Num(SLOW_START_MIN_WEIGHT_PERCENT),
+            "the least share of its weight a replica in slow start gets, in percent",
+        )
+        .range(Range::Between(0.0, 100.0)),
+    ],
+};
+
+/// Kubernetes' Deployment `RollingUpdate` defaults: 25 % unavailable, 25 % surge.
+pub static DEPLOY: Table = Table {
+    partial: false,
+    fields: &[
+        f("start", Ty::Duration, Required, "when the deploy begins"),
+        f(
+            "max_unavailable",
+            Ty::CountOrPercent,
+            Value("\"25%\""),
+            "most replicas unavailable at once: a count, or a percentage of replicas rounded down (Kubernetes' maxUnavailable)",
+        )
+        .rules("not 0 when max_surge is 0"),
+        f(
+            "max_surge",
+            Ty::CountOrPercent,
+            Value("\"25%\""),
+            "most replicas above `replicas` at once: a count, or a percentage of replicas rounded up (Kubernetes' maxSurge)",
+        ),
+        f("startup", Ty::Duration, Required, "from a new replica's creation until it has started"),
+        f(
+            "readiness",
+            Ty::Duration,
+            Value("\"0s\""),
+            "from its start until its readiness probe passes and the balancer may pick it",
         ),
     ],
 };
@@ -948,6 +1024,11 @@ pub static FAULT: Tagged = Tagged {
                 ),
                 f("retry_after", Ty::Duration, Absent("no Retry-After"), "Retry-After sent with the answer"),
             ],
+        },
+        Variant {
+            kind: "restart",
+            doc: "the replica restarts: every request it holds (queued or in service) is dropped with a connection reset, and the balancer does not pick it (its health check fails) until the end",
+            fields: &[START, DURATION, REPLICA, REPLICA_SHARE],
         },
     ],
 };

@@ -335,7 +335,15 @@ backoff = { kind = "constant", base = "1ms" }
          budget = { ratio = 0.05, capacity = 5.0 }, cancel_in_service = true, scope = \"shared\" }\n",
     );
     load_str(&hedged, "hedged.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}");
+    // Restarts, deploys and slow start need replicas (which the first file cannot have).
+    let deployed = "name = \"deployed\"\nhorizon = \"60s\"\n[workload]\nkind = \"open\"\nrate = 10.0\nduration = \"50s\"\n\
+        [server]\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\nreplicas = 4\n\
+        balancer = \"least-request\"\nslow_start = { window = \"30s\", aggression = 2.0, min_weight_percent = 20.0 }\n\
+        [[server.faults]]\nkind = \"restart\"\nstart = \"2s\"\nduration = \"1s\"\nreplica = 1\n\
+        [[server.deploys]]\nstart = \"10s\"\nmax_unavailable = 1\nmax_surge = \"25%\"\nstartup = \"2s\"\nreadiness = \"1s\"\n\
+        [[strategies]]\nname = \"d\"\nmax_attempts = 2\nbackoff = { kind = \"none\" }\n";
+    load_str(deployed, "deployed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;

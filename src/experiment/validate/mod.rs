@@ -7,15 +7,17 @@ mod hedge;
 
 use super::ConfigError;
 use super::IdempotencyMode;
+use super::deploys::rolling_updates;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
-    AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BreakerSpec, BudgetSpec, DiscretePoint, DistSpec,
-    ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PRIORITY_CLASSES,
+    AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BalancerSpec, BreakerSpec, BudgetSpec, DiscretePoint,
+    DistSpec, ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PRIORITY_CLASSES,
     PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec, Strategy, ThrottleSpec,
     WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
+use crate::policy::deploy::plan;
 
 /// A refused key and why; the origin is added once, at the end.
 struct Invalid {
@@ -321,7 +323,11 @@ fn replicas(q: &QueueServerSpec, spec_priorities: bool) -> Check {
             ),
         )?;
     }
+    deploys(q)?;
     for (i, f) in q.faults.iter().enumerate() {
+        if matches!(f, FaultSpec::Restart { .. }) && q.replicas == 1 {
+            restart_alone(q, spec_priorities, i)?;
+        }
         match f.target() {
             (Some(_), Some(_)) => fail(
                 format!("server.faults[{i}].replica_share"),
@@ -337,6 +343,67 @@ fn replicas(q: &QueueServerSpec, spec_priorities: bool) -> Check {
             )?,
             _ => {}
         }
+    }
+    Ok(())
+}
+
+/// `[[server.deploys]]` and `[server.slow_start]`: they need replicas, and slow start a
+/// balancer Envoy applies it to; deploys follow each other.
+fn deploys(q: &QueueServerSpec) -> Check {
+    if let Some(s) = &q.slow_start {
+        if q.replicas == 1 {
+            fail("server.slow_start", "needs replicas: set server.replicas > 1, or remove it")?;
+        }
+        if !matches!(q.balancer, BalancerSpec::RoundRobin | BalancerSpec::LeastRequest) {
+            fail(
+                "server.slow_start",
+                "is applied by Envoy to the round-robin and least-request balancers only (they weigh hosts): set server.balancer = \"round-robin\" or \"least-request\", or remove it",
+            )?;
+        }
+        if s.window.as_ns() == 0 {
+            fail(
+                "server.slow_start.window",
+                "must be > 0: how long a replica stays in slow start, e.g. \"30s\"",
+            )?;
+        }
+    }
+    if q.deploys.is_empty() {
+        return Ok(());
+    }
+    if q.replicas == 1 {
+        fail(
+            "server.deploys",
+            "needs replicas to roll: set server.replicas > 1 (a restart of the one server is a [[server.faults]] kind = \"restart\")",
+        )?;
+    }
+    for (i, d) in q.deploys.iter().enumerate() {
+        if d.max_unavailable.is_zero() && d.max_surge.is_zero() {
+            fail(
+                format!("server.deploys[{i}].max_unavailable"),
+                "and max_surge are both 0: the deploy could never replace a replica (Kubernetes refuses it); set max_unavailable >= 1 or max_surge >= 1",
+            )?;
+        }
+    }
+    if let Err(i) = plan(q.replicas, &rolling_updates(q)) {
+        fail(
+            format!("server.deploys[{i}].start"),
+            format!(
+                "{} is before the deploy before it has ended: start it later (deploys run one after the other)",
+                q.deploys[i].start
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// A `restart` fault on a server without replicas: the stages that keep per-request state
+/// across a restart are not modelled.
+fn restart_alone(q: &QueueServerSpec, spec_priorities: bool, i: usize) -> Check {
+    if q.adaptive_concurrency.is_some() || spec_priorities {
+        fail(
+            format!("server.faults[{i}]"),
+            "a restart with server.adaptive_concurrency or workload.priorities is not modelled (what the dropped requests leave in them): remove one of them",
+        )?;
     }
     Ok(())
 }

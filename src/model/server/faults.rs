@@ -48,6 +48,10 @@ pub enum FaultKind {
     Slowdown { factor: f64 },
     /// Requests get an error answer with a probability, replacing the background errors.
     Errors(ErrorRate),
+    /// The replica restarts: at the start it drops every request it holds, and it refuses
+    /// requests until the end (the model takes it down and up, [`Faults::restarts`]; the
+    /// admission stage does nothing for it).
+    Restart,
 }
 
 /// An error answer and the probability that a request gets it.
@@ -106,6 +110,11 @@ impl Faults {
         let first_start = happening.clone().map(|f| f.start).min()?;
         let last_end = happening.map(|f| f.end).max()?;
         Some(FaultSpan { first_start, last_end })
+    }
+
+    /// The windows of the `restart` faults, in file order.
+    pub fn restarts(&self) -> impl Iterator<Item = (Instant, Instant)> + '_ {
+        self.faults.iter().filter(|f| f.kind == FaultKind::Restart).map(|f| (f.start, f.end))
     }
 
     /// Times at which the available capacity goes back up (capacity faults ending), when

@@ -233,6 +233,9 @@ pub struct Server {
     /// A parked request that now executes its key because the request executing it was
     /// dropped: it takes that request's place at the head of the queue.
     promoted: Option<Request>,
+    /// Restarting (a `restart` fault, a rolling deploy): its port is closed, so every request
+    /// that reaches it is refused at once with a connection error.
+    offline: bool,
 }
 
 /// The queue server's parameters in engine units: the assembly layer fills them from the file.
@@ -282,6 +285,7 @@ impl Server {
             },
             drop_expired: params.drop_expired,
             promoted: None,
+            offline: false,
         }
     }
 
@@ -346,6 +350,9 @@ impl Server {
     #[inline]
     pub fn arrive<const PLAIN: bool>(&mut self, mut req: Request, now: Instant) -> Arrival {
         debug_assert!(!PLAIN || self.is_plain());
+        if !PLAIN && self.offline {
+            return Arrival::Answered(Reply::of(Outcome::ConnectionError));
+        }
         if !PLAIN && let Some(stop) = self.faults.admit(now, &mut req).stop() {
             return stop;
         }
@@ -361,6 +368,9 @@ impl Server {
     /// A request the rate limiter held ([`Arrival::Delayed`]) goes on at `now`, through the
     /// stages after the rate limit (never plain: a plain server has no rate limit).
     pub fn resume(&mut self, mut req: Request, now: Instant) -> Arrival {
+        if self.offline {
+            return Arrival::Answered(Reply::of(Outcome::ConnectionError));
+        }
         if let Some(stop) = self.screen_store(&mut req, now) {
             return stop;
         }
@@ -574,6 +584,31 @@ impl Server {
             return Cancelled::Stopped(req, started);
         }
         Cancelled::NotHeld
+    }
+
+    /// The server goes down (a restart): every request it holds is dropped, the waiting ones
+    /// (returned first) and those in service (with when each started; their workers are free
+    /// at once, their effects never happen, their `Done` events are reaped), and it refuses
+    /// every request until [`Server::restarted`]. Keys' locks are released as for dropped
+    /// requests.
+    #[inline(never)]
+    pub fn go_down(&mut self, now: Instant) -> (Vec<Request>, Vec<(Request, Instant)>) {
+        self.offline = true;
+        let (waiting, serving) = self.workers.drain();
+        for req in waiting.iter().chain(serving.iter().map(|(r, _)| r)) {
+            self.abandon(req, now);
+        }
+        (waiting, serving)
+    }
+
+    /// The server is back from a restart: it takes requests again.
+    pub fn restarted(&mut self) {
+        self.offline = false;
+    }
+
+    /// The windows of its `restart` faults, `(start, end)` in file order.
+    pub fn restarts(&self) -> impl Iterator<Item = (Instant, Instant)> + '_ {
+        self.faults.restarts()
     }
 
     /// The `Done` event of `worker` fired for a request that was stopped

@@ -235,17 +235,38 @@ impl Workers {
     /// Returns the request and when its service started.
     #[inline(never)]
     pub fn stop_serving(&mut self, op: u32, attempt: u32) -> Option<(Request, Instant)> {
-        let busy: Vec<u32> = {
-            let mut busy = vec![true; self.serving.len()];
-            for &w in &self.idle {
-                busy[w as usize] = false;
-            }
-            (0..self.serving.len() as u32).filter(|&w| busy[w as usize]).collect()
-        };
-        let worker = busy.into_iter().find(|&w| {
+        let worker = self.busy_workers().into_iter().find(|&w| {
             let s = &self.serving[w as usize];
-            !s.stopped && s.req.op == op && s.req.attempt == attempt
+            s.req.op == op && s.req.attempt == attempt
         })?;
+        Some(self.stop(worker))
+    }
+
+    /// Every request held, taken away (a restart): the waiting ones (those a discipline shed
+    /// and not yet handed out first), and those in service with when each started, stopped as
+    /// [`Workers::stop_serving`] stops one.
+    #[inline(never)]
+    pub fn drain(&mut self) -> (Vec<Request>, Vec<(Request, Instant)>) {
+        let mut waiting: Vec<Request> = self.shed.drain(..).rev().collect();
+        waiting.extend(self.waiting.drain(..).map(|(r, _)| r));
+        let serving = self.busy_workers().into_iter().map(|w| self.stop(w)).collect();
+        (waiting, serving)
+    }
+
+    /// The workers serving a request that was not stopped, in order.
+    fn busy_workers(&self) -> Vec<u32> {
+        let mut busy = vec![true; self.serving.len()];
+        for &w in &self.idle {
+            busy[w as usize] = false;
+        }
+        (0..self.serving.len() as u32)
+            .filter(|&w| busy[w as usize] && !self.serving[w as usize].stopped)
+            .collect()
+    }
+
+    /// Stops `worker`'s request: the worker is free at once (another slot stands in for it
+    /// until its pending `Done` event, [`Workers::reap`]).
+    fn stop(&mut self, worker: u32) -> (Request, Instant) {
         let s = &mut self.serving[worker as usize];
         s.stopped = true;
         let (req, started) = (s.req, s.started);
@@ -254,7 +275,7 @@ impl Workers {
         let idle_req = Request::new(0, 0, Instant::ZERO);
         self.serving.push(InService { req: idle_req, started: Instant::ZERO, stopped: false });
         self.idle.push((self.serving.len() - 1) as u32);
-        Some((req, started))
+        (req, started)
     }
 
     /// The `Done` event of `worker` fired: whether its request had been stopped (then the event

@@ -19,12 +19,14 @@
 pub mod least_request;
 pub mod peak_ewma;
 pub mod ring_hash;
+pub mod slow_start;
 
 use crate::engine::rng::u01;
 use crate::engine::{Instant, Span};
 use peak_ewma::PeakEwma;
 use rand::Rng;
 use ring_hash::Ring;
+use slow_start::Edf;
 
 /// A balancer's algorithm and its constants, as plain parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,14 +52,18 @@ pub struct Hosts<'a> {
     pub usable: &'a [bool],
     /// Per replica: requests sent to it and not yet answered (Envoy's `rq_active`).
     pub active: &'a [u32],
+    /// Per replica: its slow-start weight, when one of the candidates is in its slow-start
+    /// window (round robin and least request only; [`slow_start`]); `None`: equal weights.
+    pub weights: Option<&'a [f64]>,
 }
 
-/// One balancer with its state.
+/// One balancer with its state; round robin and least request keep an EDF scheduler for the
+/// picks made with unequal (slow-start) weights.
 #[derive(Clone, Debug)]
 pub enum Balancer {
-    RoundRobin { next: u64 },
+    RoundRobin { next: u64, edf: Edf },
     Random,
-    LeastRequest { choice_count: u32 },
+    LeastRequest { choice_count: u32, edf: Edf },
     PeakEwma(PeakEwma),
     RingHash(Ring),
 }
@@ -65,9 +71,11 @@ pub enum Balancer {
 impl Balancer {
     pub fn new(params: BalancerParams, replicas: u32) -> Balancer {
         match params {
-            BalancerParams::RoundRobin => Balancer::RoundRobin { next: 0 },
+            BalancerParams::RoundRobin => Balancer::RoundRobin { next: 0, edf: Edf::default() },
             BalancerParams::Random => Balancer::Random,
-            BalancerParams::LeastRequest { choice_count } => Balancer::LeastRequest { choice_count },
+            BalancerParams::LeastRequest { choice_count } => {
+                Balancer::LeastRequest { choice_count, edf: Edf::default() }
+            }
             BalancerParams::PeakEwma { decay, default_rtt } => {
                 Balancer::PeakEwma(PeakEwma::new(replicas, decay, default_rtt))
             }
@@ -112,18 +120,54 @@ impl Balancer {
         let c = hosts.candidates;
         debug_assert!(!c.is_empty());
         match self {
-            Balancer::RoundRobin { next } => {
+            Balancer::RoundRobin { .. } | Balancer::LeastRequest { .. } => match hosts.weights {
+                None => self.pick_unweighted(hosts, rng),
+                Some(weights) => self.pick_weighted(hosts, weights),
+            },
+            Balancer::Random => c[uniform_index(c.len(), rng)],
+            Balancer::PeakEwma(p) => p.pick(c, hosts.active, now, rng),
+            Balancer::RingHash(ring) => ring.pick(key, selection, hosts.usable),
+        }
+    }
+
+    /// Round robin's or least request's pick with equal weights (the EDF scheduler of the
+    /// weighted picks is forgotten: Envoy rebuilds it when the weights change).
+    #[inline]
+    fn pick_unweighted<R: Rng + ?Sized>(&mut self, hosts: &Hosts, rng: &mut R) -> u32 {
+        let c = hosts.candidates;
+        match self {
+            Balancer::RoundRobin { next, edf } => {
+                edf.clear();
                 let host = c[(*next % c.len() as u64) as usize];
                 *next += 1;
                 host
             }
-            Balancer::Random => c[uniform_index(c.len(), rng)],
-            Balancer::LeastRequest { choice_count } => {
+            Balancer::LeastRequest { choice_count, edf } => {
+                edf.clear();
                 least_request::pick(c, hosts.active, *choice_count, rng)
             }
-            Balancer::PeakEwma(p) => p.pick(c, hosts.active, now, rng),
-            Balancer::RingHash(ring) => ring.pick(key, selection, hosts.usable),
+            _ => unreachable!("only round robin and least request"),
         }
+    }
+
+    /// Envoy's weighted round robin, and least request's weight / (active + 1)
+    /// (`active_request_bias` 1.0), both over the EDF scheduler.
+    #[inline(never)]
+    fn pick_weighted(&mut self, hosts: &Hosts, weights: &[f64]) -> u32 {
+        match self {
+            Balancer::RoundRobin { edf, .. } => {
+                edf.pick(hosts.candidates, hosts.usable, |h| weights[h as usize])
+            }
+            Balancer::LeastRequest { edf, .. } => edf.pick(hosts.candidates, hosts.usable, |h| {
+                weights[h as usize] / f64::from(hosts.active[h as usize] + 1)
+            }),
+            _ => unreachable!("slow start is refused with the other balancers"),
+        }
+    }
+
+    /// Whether Envoy applies slow start to this balancer (round robin and least request).
+    pub fn takes_slow_start(params: BalancerParams) -> bool {
+        matches!(params, BalancerParams::RoundRobin | BalancerParams::LeastRequest { .. })
     }
 
     /// Replica `replica` answered a request sent `rtt` ago (peak EWMA learns from it).
@@ -159,7 +203,7 @@ mod tests {
     #[test]
     fn round_robin_cycles_through_the_candidates() {
         let (c, u, a) = all(3);
-        let hosts = Hosts { candidates: &c, usable: &u, active: &a };
+        let hosts = Hosts { candidates: &c, usable: &u, active: &a, weights: None };
         let mut b = Balancer::new(BalancerParams::RoundRobin, 3);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
         let picks: Vec<u32> = (0..7).map(|_| b.pick_once(&hosts, 0, 0, Instant::ZERO, &mut rng)).collect();
@@ -171,7 +215,7 @@ mod tests {
     #[test]
     fn round_robin_with_previous_hosts_never_repeats_on_two_replicas() {
         let (c, u, a) = all(2);
-        let hosts = Hosts { candidates: &c, usable: &u, active: &a };
+        let hosts = Hosts { candidates: &c, usable: &u, active: &a, weights: None };
         let mut b = Balancer::new(BalancerParams::RoundRobin, 2);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
         for tried in [0u32, 1, 1, 0, 0] {
@@ -185,7 +229,7 @@ mod tests {
     #[test]
     fn random_with_one_reselect_repeats_a_quarter_of_the_time() {
         let (c, u, a) = all(2);
-        let hosts = Hosts { candidates: &c, usable: &u, active: &a };
+        let hosts = Hosts { candidates: &c, usable: &u, active: &a, weights: None };
         let mut b = Balancer::new(BalancerParams::Random, 2);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
         let n = 200_000;

@@ -24,6 +24,7 @@
 //! | [`bulkhead`] (`bulkhead.rs`) | the client bulkhead: exactly `max_in_flight` in flight, the rest failing or waiting |
 //! | [`admission`] (`admission.rs`) | Envoy's admission control: the rejected share its formula gives |
 //! | [`priorities`] (`priorities.rs`) | priority classes under overload: the served requests go to the most critical classes first |
+//! | [`replicas`] (`replicas.rs`) | one of two replicas failing behind a random balancer: success after k retries, with and without `previous_hosts` |
 
 pub mod adaptive_limits;
 pub mod admission;
@@ -39,6 +40,7 @@ mod parameters;
 pub mod priorities;
 mod queueing;
 pub mod rate_limits;
+pub mod replicas;
 
 use crate::experiment::Experiment;
 use crate::sweep::Results;
@@ -278,6 +280,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: priorities::METHOD,
         series: false,
         evaluate: priorities::evaluate,
+    },
+    CheckDef {
+        id: "replica-theory",
+        title: "Replicas: one of two failing behind a random balancer",
+        method: replicas::METHOD,
+        series: false,
+        evaluate: replicas::evaluate,
     },
 ];
 
