@@ -61,7 +61,38 @@ pub fn retry_policy(s: &Strategy) -> RetryPolicy {
 
 /// The controls of a strategy as the policy's parameters.
 pub fn gate_params(s: &Strategy) -> GateParams {
-    let budget = s.policy.budget.as_ref().map(|b| match *b {
+    let budget = s.policy.budget.as_ref().map(budget);
+    let breaker = s.policy.breaker.as_ref().map(breaker);
+    let throttle = s.policy.throttle.as_ref().map(|t| match *t {
+        ThrottleSpec::Sre { k, window, scope: sc } => {
+            (ThrottleParams::Sre(SreThrottleParams { k, window: window.span() }), scope(sc))
+        }
+        ThrottleSpec::AwsAdaptive { scope: sc } => (ThrottleParams::AwsAdaptive, scope(sc)),
+        ThrottleSpec::EnvoyAdmissionControl {
+            sampling_window,
+            sr_threshold,
+            aggression,
+            rps_threshold,
+            max_rejection_probability,
+            scope: sc,
+        } => {
+            let p = EnvoyAdmissionParams {
+                sampling_window: sampling_window.span(),
+                sr_threshold,
+                aggression,
+                rps_threshold,
+                max_rejection_probability,
+            };
+            (ThrottleParams::EnvoyAdmission(p), scope(sc))
+        }
+    });
+    GateParams { budget, breaker, throttle, limit: limit(s) }
+}
+
+/// A retry budget as the policy's parameters, with its scope (a strategy's, or an edge's of
+/// the call graph).
+pub fn budget(b: &BudgetSpec) -> (BudgetParams, Scope) {
+    match *b {
         BudgetSpec::TokenBucket {
             capacity,
             retry_cost,
@@ -91,8 +122,12 @@ pub fn gate_params(s: &Strategy) -> GateParams {
         BudgetSpec::Brooker { capacity, per_call, retry_cost, scope: sc } => {
             (BudgetParams::Brooker(BrookerBucketParams { capacity, per_call, retry_cost }), scope(sc))
         }
-    });
-    let breaker = s.policy.breaker.as_ref().map(|b| match b {
+    }
+}
+
+/// A circuit breaker as the policy's parameters, with its scope.
+pub fn breaker(b: &BreakerSpec) -> (BreakerKind, Scope) {
+    match b {
         BreakerSpec::Resilience4j(b) => {
             let window = match b.window {
                 BreakerWindowSpec::Calls(n) => BreakerWindow::Count(n),
@@ -113,31 +148,7 @@ pub fn gate_params(s: &Strategy) -> GateParams {
             let p = RetryRatioParams { threshold: *threshold, window: window.map(Duration::span) };
             (BreakerKind::RetryRatio(p), scope(*sc))
         }
-    });
-    let throttle = s.policy.throttle.as_ref().map(|t| match *t {
-        ThrottleSpec::Sre { k, window, scope: sc } => {
-            (ThrottleParams::Sre(SreThrottleParams { k, window: window.span() }), scope(sc))
-        }
-        ThrottleSpec::AwsAdaptive { scope: sc } => (ThrottleParams::AwsAdaptive, scope(sc)),
-        ThrottleSpec::EnvoyAdmissionControl {
-            sampling_window,
-            sr_threshold,
-            aggression,
-            rps_threshold,
-            max_rejection_probability,
-            scope: sc,
-        } => {
-            let p = EnvoyAdmissionParams {
-                sampling_window: sampling_window.span(),
-                sr_threshold,
-                aggression,
-                rps_threshold,
-                max_rejection_probability,
-            };
-            (ThrottleParams::EnvoyAdmission(p), scope(sc))
-        }
-    });
-    GateParams { budget, breaker, throttle, limit: limit(s) }
+    }
 }
 
 /// A strategy's adaptive concurrency limit (`limit`, DESIGN §4.9).

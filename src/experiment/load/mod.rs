@@ -81,6 +81,14 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
             "is set at some points of the sweep and not at others: its columns must be the same at every point; set it at every point (shares may differ)".to_string(),
         ));
     }
+    let graph_columns = columns_of_graph(first);
+    if points.iter().any(|p| columns_of_graph(&p.spec) != graph_columns) {
+        return Err(invalid(
+            origin,
+            "services",
+            "differs between points of the sweep in its services or their calls: its columns must be the same at every point; sweep their other keys only".to_string(),
+        ));
+    }
     let mut windows: Vec<String> = first.output.windows.keys().cloned().collect();
     if classes {
         windows.extend(PRIORITY_CLASSES.iter().map(|c| c.to_string()));
@@ -101,6 +109,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         runs: first.runs,
         timeseries: first.output.timeseries,
         windows,
+        graph_columns,
         reference,
         sweep_keys,
         points,
@@ -481,6 +490,7 @@ fn build_point(
         }
     }
     let blame = |e| attribute(e, sets, &swept);
+    entry_server(&mut tree, origin).map_err(blame)?;
     let (mut spec, sources) = decode::experiment_sourced(&tree, origin).map_err(blame)?;
     spec.runs = overrides.runs.unwrap_or(spec.runs);
     spec.seed = overrides.seed.unwrap_or(spec.seed);
@@ -488,6 +498,42 @@ fn build_point(
     let strategies = spec.strategies.clone();
     let values = values.into_iter().map(value_text).collect();
     Ok(Point { values, spec, strategies, sources })
+}
+
+/// With `[[services]]`, `[server]` is the first service's server (DESIGN §3.6): its keys
+/// without `name` and `calls`, filled in here for each point (so that everything that reads
+/// the server reads the entry service). A file that gives both is refused.
+fn entry_server(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
+    let Some(Value::Array(services)) = tree.get("services") else { return Ok(()) };
+    let Some(Value::Table(first)) = services.first() else { return Ok(()) };
+    if tree.contains_key("server") {
+        return Err(invalid(
+            origin,
+            "server",
+            "is not used with [[services]]: the clients call the first service, which is the server; move these keys into it".to_string(),
+        ));
+    }
+    let mut server = first.clone();
+    server.remove("name");
+    server.remove("calls");
+    server.insert("kind".to_owned(), Value::String("queue".to_owned()));
+    tree.insert("server".to_owned(), Value::Table(server));
+    Ok(())
+}
+
+/// The columns a point's call graph adds (`METRIC@SERVICE`, `METRIC@FROM:TO`); none without
+/// `[[services]]`. A point whose `calls` name an unknown service has been refused already.
+fn columns_of_graph(spec: &super::ExperimentSpec) -> Vec<String> {
+    let names: Vec<String> = spec.services.iter().map(|s| s.name.clone()).collect();
+    let index = |n: &str| names.iter().position(|m| m == n).unwrap_or(0);
+    let edges: Vec<(usize, usize)> = spec
+        .services
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.calls.iter().map(move |c| (i, c.service.as_str())))
+        .map(|(i, to)| (i, index(to)))
+        .collect();
+    crate::metrics::graph::columns(&names, &edges)
 }
 
 /// `[output] reference`, checked against the sweep (see [`resolve_reference`]), refused at
