@@ -23,6 +23,7 @@ mod disciplines;
 mod docs;
 mod eta;
 mod fit;
+mod graph;
 mod hedging;
 mod layers;
 mod limits;
