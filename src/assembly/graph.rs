@@ -1,4 +1,4 @@
-//! `[[services]]` and a strategy's graph keys as the model's call graph (DESIGN §3.6): each
+//! `[[services]]` and a strategy's graph keys as the model's call graph (DESIGN §3.7): each
 //! service's server and replicas, each edge's callee and client policy.
 
 use super::client::{backoff, breaker, budget, retry_on};

@@ -1,4 +1,4 @@
-//! What a run of a call graph (`[[services]]`, DESIGN §3.6) counts per service and per edge,
+//! What a run of a call graph (`[[services]]`, DESIGN §3.7) counts per service and per edge,
 //! and the columns they become: `METRIC@SERVICE` and `METRIC@FROM:TO` in runs.csv and
 //! summary.csv, only in an experiment with `[[services]]` (so that other experiments keep
 //! their columns).
@@ -41,6 +41,7 @@ pub struct GraphCounts {
 /// A per-service or per-edge metric: its column is `<name>@<service>` or `<name>@<from>:<to>`.
 pub struct GraphMetric {
     pub name: &'static str,
+    pub unit: &'static str,
     /// What it measures, for docs/outputs.md (Markdown).
     pub meaning: &'static str,
 }
@@ -49,32 +50,42 @@ pub struct GraphMetric {
 pub const SERVICE_METRICS: &[GraphMetric] = &[
     GraphMetric {
         name: "service_calls",
+        unit: "count",
         meaning: "requests that arrived at the service (every attempt of every caller)",
     },
     GraphMetric {
         name: "service_amplification",
+        unit: "calls per operation",
         meaning: "`service_calls` per operation started (user request): 64 at the bottom of a 3-deep chain where every hop makes 4 attempts against a dead bottom",
     },
     GraphMetric {
         name: "service_success_rate",
+        unit: "fraction",
         meaning: "of the requests that arrived at the service, the fraction answered with success; empty when none arrived",
     },
     GraphMetric {
         name: "service_wasted_work_s",
+        unit: "s",
         meaning: "service time (a worker held, waiting for downstream calls included) spent on requests whose result could no longer reach the user (a caller on the way up had given up on it), in seconds",
     },
 ];
 
 /// The per-edge metrics, in column order.
 pub const EDGE_METRICS: &[GraphMetric] = &[
-    GraphMetric { name: "edge_calls", meaning: "attempts sent along the edge" },
-    GraphMetric { name: "edge_amplification", meaning: "`edge_calls` per operation started (user request)" },
+    GraphMetric { name: "edge_calls", unit: "count", meaning: "attempts sent along the edge" },
+    GraphMetric {
+        name: "edge_amplification",
+        unit: "calls per operation",
+        meaning: "`edge_calls` per operation started (user request)",
+    },
     GraphMetric {
         name: "edge_success_rate",
+        unit: "fraction",
         meaning: "of the calls along the edge that ended (after their retries), the fraction that succeeded; calls stopped because their caller gave up or failed are not counted; empty when none ended",
     },
     GraphMetric {
         name: "edge_wasted_work_s",
+        unit: "s",
         meaning: "`service_wasted_work_s` of the callee, of the requests sent along this edge",
     },
 ];

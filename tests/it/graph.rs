@@ -1,4 +1,4 @@
-//! The call graph (DESIGN §3.6, `[[services]]`) on whole runs: attempts multiply down a
+//! The call graph (DESIGN §3.7, `[[services]]`) on whole runs: attempts multiply down a
 //! chain, a fan-out's tail decides the user's latency, cancellation and deadline propagation
 //! cut the work nobody waits for. Deterministic scenarios are checked exactly; the fan-out
 //! against 1 - 0.99^100 within four standard errors.

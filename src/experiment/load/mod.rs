@@ -500,7 +500,7 @@ fn build_point(
     Ok(Point { values, spec, strategies, sources })
 }
 
-/// With `[[services]]`, `[server]` is the first service's server (DESIGN §3.6): its keys
+/// With `[[services]]`, `[server]` is the first service's server (DESIGN §3.7): its keys
 /// without `name` and `calls`, filled in here for each point (so that everything that reads
 /// the server reads the entry service). A file that gives both is refused.
 fn entry_server(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {

@@ -1,4 +1,4 @@
-//! `[[services]]` (DESIGN §3.6): unique names, calls to services that exist, no cycle, each
+//! `[[services]]` (DESIGN §3.7): unique names, calls to services that exist, no cycle, each
 //! service's server checked as `[server]` is, and what the call graph does not model.
 
 use super::{Check, fail, queue_server};

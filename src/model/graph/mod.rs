@@ -1,4 +1,4 @@
-//! The call graph (DESIGN §3.6, `[[services]]`): services that call services.
+//! The call graph (DESIGN §3.7, `[[services]]`): services that call services.
 //!
 //! Each service is a whole server model ([`Server`]: admission stages, workers, queue, service
 //! time, faults) or several replicas of one behind a balancer ([`Replicas`]). The user's
