@@ -23,6 +23,7 @@
 //! | [`disciplines`] (`disciplines.rs`) | the queue disciplines on a scripted queue: RFC 8289 CoDel's drop schedule, folly's CoDel rule, LIFO's newest first |
 //! | [`bulkhead`] (`bulkhead.rs`) | the client bulkhead: exactly `max_in_flight` in flight, the rest failing or waiting |
 //! | [`admission`] (`admission.rs`) | Envoy's admission control: the rejected share its formula gives |
+//! | [`graph`] (`graph.rs`) | the call graph: calls per operation down a chain, the fan-out tail `(1 - q)^n` |
 
 pub mod adaptive_limits;
 pub mod admission;
@@ -32,6 +33,7 @@ pub mod brooker_collapse;
 pub mod bulkhead;
 mod controls;
 pub mod disciplines;
+pub mod graph;
 pub mod hedging;
 pub mod osdi;
 mod parameters;
@@ -269,6 +271,20 @@ pub const CHECKS: &[CheckDef] = &[
         method: admission::METHOD,
         series: false,
         evaluate: admission::evaluate,
+    },
+    CheckDef {
+        id: "graph-chain",
+        title: "Call graph: retries multiply down a chain of services",
+        method: graph::CHAIN_METHOD,
+        series: false,
+        evaluate: graph::chain,
+    },
+    CheckDef {
+        id: "graph-fanout",
+        title: "Call graph: a fan-out is as slow as its slowest call",
+        method: graph::FANOUT_METHOD,
+        series: false,
+        evaluate: graph::fanout,
     },
 ];
 
