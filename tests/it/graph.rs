@@ -262,3 +262,18 @@ fn the_graph_columns_follow_the_services_in_file_order() {
     assert_eq!(names[12], "edge_calls@a:b");
     assert_eq!(names[16], "edge_calls@b:c");
 }
+
+#[test]
+fn an_edge_takes_a_presets_policy_keys() {
+    // Envoy's router: 2 attempts (1 retry), full jitter 25 ms .. 250 ms, its retry budget.
+    let text = DEAD_CHAIN.replace(
+        "calls = [{ service = \"c\", max_attempts = 4 }]",
+        "calls = [{ service = \"c\", preset = \"envoy\" }]",
+    );
+    let exp = load_text(&text, &[]);
+    let edge = &exp.points[0].spec.services[1].calls[0].policy;
+    assert_eq!(edge.max_attempts, 2);
+    assert!(edge.budget.is_some(), "{edge:?}");
+    let own = load_text(&text.replace("preset = \"envoy\"", "preset = \"envoy\", max_attempts = 3"), &[]);
+    assert_eq!(own.points[0].spec.services[1].calls[0].policy.max_attempts, 3, "its own keys override it");
+}

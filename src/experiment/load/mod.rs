@@ -504,6 +504,7 @@ fn build_point(
 /// without `name` and `calls`, filled in here for each point (so that everything that reads
 /// the server reads the entry service). A file that gives both is refused.
 fn entry_server(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
+    hop_presets(tree, origin)?;
     let Some(Value::Array(services)) = tree.get("services") else { return Ok(()) };
     let Some(Value::Table(first)) = services.first() else { return Ok(()) };
     if tree.contains_key("server") {
@@ -518,6 +519,62 @@ fn entry_server(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
     server.remove("calls");
     server.insert("kind".to_owned(), Value::String("queue".to_owned()));
     tree.insert("server".to_owned(), Value::Table(server));
+    Ok(())
+}
+
+/// The keys of a client policy an edge of the call graph takes from a preset (the schema's
+/// `hop_policy` keys); a preset's other keys (Retry-After handling, throttling, keys ...) do
+/// not apply to an edge.
+const HOP_PRESET_KEYS: [&str; 8] =
+    ["max_attempts", "timeout", "deadline", "retry_on", "backoff", "honor_dont_retry", "budget", "breaker"];
+
+/// Resolves `preset = "NAME"` in every edge (`services[i].calls[j]`) and every strategy's
+/// `hop_policy`: the preset's edge keys, then the table's own.
+fn hop_presets(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
+    let resolve = |table: &mut Table, key: String| -> Result<(), ConfigError> {
+        let Some(preset) = table.remove("preset") else { return Ok(()) };
+        let name = preset.as_str().unwrap_or_default().to_owned();
+        let Some(found) = super::presets::find(&name) else {
+            let names: Vec<&str> = super::presets::PRESETS.iter().map(|p| p.name).collect();
+            return Err(invalid(
+                origin,
+                &format!("{key}.preset"),
+                format!("unknown preset {name:?}; the presets are: {}", names.join(", ")),
+            ));
+        };
+        let mut merged = decode::preset_table(found);
+        merged.retain(|k, _| HOP_PRESET_KEYS.iter().any(|h| *h == k));
+        for (k, v) in std::mem::take(table) {
+            merged.insert(k, v);
+        }
+        *table = merged;
+        Ok(())
+    };
+    if let Some(Value::Array(services)) = tree.get_mut("services") {
+        for (i, service) in services.iter_mut().enumerate() {
+            let Some(Value::Array(calls)) = service.as_table_mut().and_then(|t| t.get_mut("calls")) else {
+                continue;
+            };
+            for (j, call) in calls.iter_mut().enumerate() {
+                if let Value::Table(t) = call {
+                    resolve(t, format!("services[{i}].calls[{j}]"))?;
+                }
+            }
+        }
+    }
+    if let Some(Value::Table(client)) = tree.get_mut("client")
+        && let Some(Value::Table(hop)) = client.get_mut("hop_policy")
+    {
+        resolve(hop, "client.hop_policy".to_owned())?;
+    }
+    if let Some(Value::Array(strategies)) = tree.get_mut("strategies") {
+        for s in strategies.iter_mut().filter_map(Value::as_table_mut) {
+            let name = s.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            if let Some(Value::Table(hop)) = s.get_mut("hop_policy") {
+                resolve(hop, format!("strategies.{name}.hop_policy"))?;
+            }
+        }
+    }
     Ok(())
 }
 

@@ -1782,6 +1782,7 @@ macro_rules! hop_policy_fields {
     ($($extra:expr),* $(,)?) => {
         &[
             $($extra,)*
+            f("preset", Ty::Str, Absent("none"), "start from a production library's defaults (`retrysim presets`): its max_attempts, timeout, deadline, retry_on, backoff, honor_dont_retry, budget and breaker; other keys override it"),
             f("max_attempts", U32, Value("1"), "attempts per call along this edge, the first included (1 = no retries)")
                 .range(Range::AtLeast(1.0))
                 .message("must be at least 1 (it counts the first attempt; 1 = no retries)"),
