@@ -610,7 +610,7 @@ mod tests {
 
     #[test]
     fn windowed_columns_follow_the_catalogue_in_window_order() {
-        let names = columns(&["a".into(), "b".into()]);
+        let names = columns(&["a".into(), "b".into()], &[]);
         assert_eq!(names.len(), METRICS.len() + 2 * WINDOW_METRICS.len());
         assert_eq!(names[METRICS.len()], "ops@a");
         assert_eq!(names.last().map(String::as_str), Some("server_amplification@b"));

@@ -543,7 +543,7 @@ fn hop_presets(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
             ));
         };
         let mut merged = decode::preset_table(found);
-        merged.retain(|k, _| HOP_PRESET_KEYS.iter().any(|h| *h == k));
+        merged.retain(|k, _| HOP_PRESET_KEYS.contains(&k));
         for (k, v) in std::mem::take(table) {
             merged.insert(k, v);
         }

@@ -7,7 +7,7 @@
 //! own service time); then, still holding the worker (a thread blocked on its calls), the
 //! service makes its downstream calls, edge by edge in `calls` order: an edge's `count` calls
 //! go out together when `parallel`, else one after another. Each call along an edge is a
-//! [`Ticket`](tables::Ticket) that retries with the edge's client policy (its timeout,
+//! [`Ticket`] that retries with the edge's client policy (its timeout,
 //! attempts, `retry_on`, backoff, and its budget and breaker as one client). The request
 //! succeeds when every call of its required edges does; a call of an `optional` edge that
 //! fails is left out of the answer (a partial result). The first failed required call fails
