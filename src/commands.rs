@@ -428,7 +428,7 @@ fn rank_constraints(r: &RankArgs, known_metrics: Option<&[String]>) -> Result<Ve
         .map(|c| Constraint::parse(c).map_err(report::ReportError::from))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(windows) = known_metrics {
-        let columns = crate::metrics::catalogue::columns(windows);
+        let columns = crate::metrics::catalogue::columns(windows, &[]);
         let names = columns.iter().map(String::as_str);
         for name in r.rank.iter().map(String::as_str).chain(constraints.iter().map(|c| c.metric.as_str())) {
             if !names.clone().any(|m| m == name) {

@@ -61,8 +61,8 @@ pub fn retry_policy(s: &Strategy) -> RetryPolicy {
 
 /// The controls of a strategy as the policy's parameters.
 pub fn gate_params(s: &Strategy) -> GateParams {
-    let budget = s.policy.budget.as_ref().map(budget_params);
-    let breaker = s.policy.breaker.as_ref().map(breaker_params);
+    let budget = s.policy.budget.as_ref().map(budget);
+    let breaker = s.policy.breaker.as_ref().map(breaker);
     let throttle = s.policy.throttle.as_ref().map(|t| match *t {
         ThrottleSpec::Sre { k, window, scope: sc } => {
             (ThrottleParams::Sre(SreThrottleParams { k, window: window.span() }), scope(sc))
@@ -89,8 +89,9 @@ pub fn gate_params(s: &Strategy) -> GateParams {
     GateParams { budget, breaker, throttle, limit: limit(s) }
 }
 
-/// A retry budget as the policy's parameters, with its scope.
-pub fn budget_params(b: &BudgetSpec) -> (BudgetParams, Scope) {
+/// A retry budget as the policy's parameters, with its scope (a strategy's, or an edge's of
+/// the call graph).
+pub fn budget(b: &BudgetSpec) -> (BudgetParams, Scope) {
     match *b {
         BudgetSpec::TokenBucket {
             capacity,
@@ -125,7 +126,7 @@ pub fn budget_params(b: &BudgetSpec) -> (BudgetParams, Scope) {
 }
 
 /// A circuit breaker as the policy's parameters, with its scope.
-pub fn breaker_params(b: &BreakerSpec) -> (BreakerKind, Scope) {
+pub fn breaker(b: &BreakerSpec) -> (BreakerKind, Scope) {
     match b {
         BreakerSpec::Resilience4j(b) => {
             let window = match b.window {

@@ -1,6 +1,6 @@
 //! A strategy's gateway layers (`[[client.layers]]`): each layer's retry policy.
 
-use super::client::{backoff, breaker_params, budget_params, retry_on};
+use super::client::{backoff, breaker, budget, retry_on};
 use crate::experiment::{Duration, LayerSpec};
 use crate::model::gateway::LayerParams;
 use crate::policy::gate::{GateParams, Scope};
@@ -10,8 +10,8 @@ use crate::policy::{RetryAfterMode, RetryAfterPolicy, RetryPolicy};
 /// the file's `scope` says).
 pub fn layer(l: &LayerSpec) -> LayerParams {
     let gate = GateParams {
-        budget: l.budget.as_ref().map(|b| (budget_params(b).0, Scope::Shared)),
-        breaker: l.breaker.as_ref().map(|b| (breaker_params(b).0, Scope::Shared)),
+        budget: l.budget.as_ref().map(|b| (budget(b).0, Scope::Shared)),
+        breaker: l.breaker.as_ref().map(|b| (breaker(b).0, Scope::Shared)),
         throttle: None,
         limit: None,
     };

@@ -9,6 +9,7 @@ pub mod client;
 pub mod dist;
 pub mod faults;
 pub mod gateways;
+pub mod graph;
 pub mod hedge;
 pub mod network;
 pub mod replicas;
@@ -55,6 +56,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
             ServerSpec::Queue(q) => replicas::replicas(q, &strategy.policy),
             ServerSpec::Occ {} => None,
         },
+        graph: graph::graph(spec, strategy),
     };
     if let Some(h) = &params.hedge {
         // The controls count a copy's failure as a retryable one when it is non-fatal (A6's

@@ -40,6 +40,11 @@ pub enum Stream {
     Balancer = 9,
     /// Each operation's priority class (`[workload] priorities`).
     Priorities = 10,
+    /// The call graph's edges: their backoff jitter and their controls' draws (`[[services]]`).
+    Graph = 11,
+    /// Root of the call graph's services' seeds: service `s` draws from the streams of
+    /// `derive(derive(run_seed, 12), s)` (`[[services]]`).
+    GraphServices = 12,
 }
 
 /// The SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

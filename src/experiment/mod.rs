@@ -76,6 +76,9 @@ pub struct Experiment {
     /// its windowed metrics to runs.csv and summary.csv
     /// ([`crate::metrics::catalogue::columns`]).
     pub windows: Vec<String>,
+    /// With `[[services]]`, the per-service and per-edge columns of runs.csv and summary.csv
+    /// ([`crate::metrics::graph::columns`]), after the windows'; empty without.
+    pub graph_columns: Vec<String>,
     /// `[output] reference`, checked against the sweep: the verdict's reference point as
     /// (swept key, value as in its CSV column) pairs; empty for the first point.
     pub reference: Vec<(String, String)>,

@@ -24,6 +24,9 @@ pub struct ExperimentSpec {
     pub workload: WorkloadSpec,
     pub network: NetworkSpec,
     pub server: ServerSpec,
+    /// `[[services]]`: the call graph, the first service the entry (empty without one; with
+    /// one, `server` is the first service's server, filled in by the loader).
+    pub services: Vec<ServiceSpec>,
     pub output: OutputSpec,
     /// The strategies, each merged over `[client]` and its preset (see `super::load`).
     #[serde(skip)]
@@ -708,6 +711,14 @@ pub struct PolicySpec {
     pub redrive: Option<RedriveSpec>,
     /// A retry avoids the replicas its operation already tried (Envoy's `previous_hosts`).
     pub retry_other_replica: bool,
+    /// `[[services]]`: gRPC deadline propagation down the call graph.
+    pub propagate_deadline: bool,
+    /// `[[services]]`: a caller that gives up cancels its downstream requests.
+    pub propagate_cancellation: bool,
+    /// With `propagate_cancellation`: a cancelled request in service is stopped.
+    pub cancel_in_service: bool,
+    /// `[[services]]`: every edge's client policy, replacing the edges' own.
+    pub hop_policy: Option<HopPolicySpec>,
     /// Picks made again when a pick was already tried (Envoy's
     /// `host_selection_retry_max_attempts`).
     pub host_selection_retry_max_attempts: u32,
@@ -992,6 +1003,42 @@ pub enum HedgePreset {
 pub struct HedgeBudgetSpec {
     pub ratio: f64,
     pub capacity: f64,
+}
+
+/// `[[services]]`: one service of the call graph.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ServiceSpec {
+    pub name: String,
+    /// Its edges, in the order it calls them.
+    pub calls: Vec<CallSpec>,
+    /// Its server: the keys of a queue `[server]`.
+    #[serde(flatten)]
+    pub server: QueueServerSpec,
+}
+
+/// One edge of the call graph (`calls = [{ service = "db", ... }]`).
+#[derive(Clone, Debug, Deserialize)]
+pub struct CallSpec {
+    pub service: String,
+    pub count: u32,
+    pub parallel: bool,
+    pub optional: bool,
+    #[serde(flatten)]
+    pub policy: HopPolicySpec,
+}
+
+/// The client policy of an edge of the call graph.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HopPolicySpec {
+    pub max_attempts: u32,
+    pub timeout: Option<Duration>,
+    pub deadline: Option<Duration>,
+    pub retry_on: Option<Vec<RetryOnItem>>,
+    pub backoff: BackoffSpec,
+    pub honor_dont_retry: bool,
+    pub budget: Option<BudgetSpec>,
+    pub breaker: Option<BreakerSpec>,
 }
 
 /// One gateway layer in front of the server, with its own retry policy.

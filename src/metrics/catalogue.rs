@@ -507,12 +507,14 @@ pub fn split(name: &str) -> (&str, Option<&str>) {
 
 /// The metric columns of runs.csv and summary.csv of an experiment with these windows (its
 /// [`crate::experiment::Experiment::windows`]): [`METRICS`], then for each window in order
-/// each of [`WINDOW_METRICS`].
-pub fn columns(windows: &[String]) -> Vec<String> {
+/// each of [`WINDOW_METRICS`], then `graph` (the columns of a call graph,
+/// [`super::graph::columns`]; empty without `[[services]]`).
+pub fn columns(windows: &[String], graph: &[String]) -> Vec<String> {
     let mut names: Vec<String> = METRICS.iter().map(|m| m.name.to_string()).collect();
     for w in windows {
         names.extend(WINDOW_METRICS.iter().map(|m| windowed(m.base, w)));
     }
+    names.extend(graph.iter().cloned());
     names
 }
 
@@ -522,6 +524,7 @@ pub fn values(m: &RunMetrics) -> impl Iterator<Item = Value> + '_ {
         .iter()
         .map(move |metric| (metric.read)(m))
         .chain(m.windows.iter().flat_map(|w| WINDOW_METRICS.iter().map(move |metric| (metric.read)(w))))
+        .chain(super::graph::values(&m.graph, m.ops))
 }
 
 /// The catalogue entry of a column name; for a windowed column `base@window`, the entry of
@@ -607,7 +610,7 @@ mod tests {
 
     #[test]
     fn windowed_columns_follow_the_catalogue_in_window_order() {
-        let names = columns(&["a".into(), "b".into()]);
+        let names = columns(&["a".into(), "b".into()], &[]);
         assert_eq!(names.len(), METRICS.len() + 2 * WINDOW_METRICS.len());
         assert_eq!(names[METRICS.len()], "ops@a");
         assert_eq!(names.last().map(String::as_str), Some("server_amplification@b"));

@@ -5,6 +5,7 @@
 pub mod aggregate;
 pub mod catalogue;
 pub mod constraint;
+pub mod graph;
 mod recorder;
 pub mod recovery;
 pub mod replica_series;

@@ -90,6 +90,8 @@ pub struct RunMetrics {
     pub windows: Vec<WindowMetrics>,
     /// The run over time (`timeseries.csv`).
     pub series: TimeSeries,
+    /// Per service and per edge of a call graph (`[[services]]`); empty without one.
+    pub graph: super::graph::GraphCounts,
 }
 
 /// What happened in one window `[start, end)` of simulated time (DESIGN §5, windowed metrics):
@@ -734,6 +736,7 @@ impl RunRecorder {
             events,
             windows,
             series: self.series,
+            graph: Default::default(),
         };
         (metrics, Latencies { all: self.latency_ns, ok: self.latency_ok_ns })
     }

@@ -8,6 +8,7 @@ pub mod clients;
 pub mod connections;
 pub mod dist;
 pub mod gateway;
+pub mod graph;
 pub mod hedges;
 pub mod network;
 pub mod occ_model;
@@ -120,6 +121,9 @@ pub struct RunParams {
     pub replicas: Option<replicas::ReplicaParams>,
     /// The operations' priority classes (`[workload] priorities`), if used.
     pub priorities: Option<priorities::PriorityParams>,
+    /// The call graph behind the entry service (`[[services]]`), if any: it takes the
+    /// server's place.
+    pub graph: Option<graph::GraphParams>,
 }
 
 /// Whether a run with `params` is plain, and takes the queue model's copy compiled for plain
@@ -127,7 +131,7 @@ pub struct RunParams {
 pub fn is_plain_run(params: RunParams) -> bool {
     let clients = clients(&params, 0, Default::default());
     let ServerKind::Queue(q) = params.server else { return false };
-    if params.replicas.is_some() {
+    if params.replicas.is_some() || params.graph.is_some() {
         return false;
     }
     let net = Network::new(&params.network, stream(0, Stream::Network));
@@ -170,6 +174,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
         hedge,
         windows,
         replicas,
+        graph,
         ..
     } = params;
     let net = Network::new(&network, stream(run_seed, Stream::Network));
@@ -195,6 +200,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
                 latency,
                 windows: &windows,
                 replicas,
+                graph,
             };
             let (metrics, queue, left) = queue_model::run(C::PLAIN_COPY, q, inputs);
             ws.keep_queue(queue);

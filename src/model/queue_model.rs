@@ -36,12 +36,14 @@
 //! Any other run takes the copy compiled with `PLAIN = false`, which tests each feature. The
 //! two give the same results for a plain run; `tests/it/queue_equivalence.rs` checks it.
 
+mod graph;
 mod hedging;
 
 use super::bulkheads::{Bulkheads, Entry};
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::connections::{self, Connections, Grant};
 use super::gateway::{self, Caller, Gateways, Step};
+use super::graph::{Graph, GraphParams};
 use super::hedges::Hedges;
 use super::network::Network;
 use super::replicas::{Change, Moved, ReplicaParams, Replicas};
@@ -108,6 +110,17 @@ pub enum Kind {
     /// Replica `a` changes state (`b`: its `Change`, coded by `change_code`): a `restart` fault starts or ends, or
     /// a rolling deploy moves it.
     ReplicaChange,
+    /// Worker `a` of replica `c` of service `b` of the call graph finishes a request's own
+    /// work ([`crate::model::graph`]).
+    GraphDone,
+    /// Ticket `a` (generation `b`) of the call graph sends its next attempt.
+    GraphSend,
+    /// Ticket `a` (generation `b`) stops waiting for its attempt `c`.
+    GraphTimeout,
+    /// The rate limiter lets request `a` (generation `b`) of the call graph go on.
+    GraphReleased,
+    /// Service `a`'s capacity went back up.
+    GraphCapacity,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -198,6 +211,21 @@ impl Ev {
     pub fn replica_change(replica: u32, change: Change) -> Ev {
         Ev::of(Kind::ReplicaChange, replica, change_code(change), 0)
     }
+    pub fn graph_done(worker: u32, service: u32, replica: u32) -> Ev {
+        Ev::of(Kind::GraphDone, worker, service, replica as u64)
+    }
+    pub fn graph_send(ticket: u32, generation: u32) -> Ev {
+        Ev::of(Kind::GraphSend, ticket, generation, 0)
+    }
+    pub fn graph_timeout(ticket: u32, generation: u32, attempt: u32) -> Ev {
+        Ev::of(Kind::GraphTimeout, ticket, generation, attempt as u64)
+    }
+    pub fn graph_released(call: u32, generation: u32) -> Ev {
+        Ev::of(Kind::GraphReleased, call, generation, 0)
+    }
+    pub fn graph_capacity(service: u32) -> Ev {
+        Ev::of(Kind::GraphCapacity, service, 0, 0)
+    }
 }
 
 /// A replica's [`Change`] as an event field, and back.
@@ -258,6 +286,9 @@ struct QueueModel<const PLAIN: bool> {
     restarts: bool,
     /// Without replicas: the server's `restart` faults under way.
     restarting: u32,
+    /// The call graph behind the entry service, with `[[services]]` (it takes the server's
+    /// place).
+    graph: Option<Box<Graph>>,
 }
 
 /// What one run of the queue model is given besides the server's parameters. `queue` (empty) and
@@ -282,6 +313,8 @@ pub struct RunInputs<'a, Q> {
     pub windows: &'a [Window],
     /// The replicas after the first and their balancer (`[server] replicas` > 1).
     pub replicas: Option<ReplicaParams>,
+    /// The call graph (`[[services]]`), if any.
+    pub graph: Option<GraphParams>,
 }
 
 /// Runs one replication of a queue-server experiment. A plain run takes the plain copy of the
@@ -299,6 +332,7 @@ pub fn run<Q: EventQueue<Ev>>(
     let waits = inputs.connections.is_some() || inputs.bulkheads.is_some() || inputs.hedges.is_some();
     if plain_copy
         && inputs.replicas.is_none()
+        && inputs.graph.is_none()
         && is_plain(inputs.workload, &inputs.clients, &inputs.net, &server, layers, waits, inputs.windows)
     {
         run_as::<true, Q>(server, inputs)
@@ -374,13 +408,21 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         latency,
         windows,
         replicas,
+        graph,
     } = inputs;
     let replicas = replicas.map(|p| Box::new(Replicas::new(p, run_seed)));
+    let graph = graph.map(|p| Box::new(Graph::new(p, run_seed)));
     let server_keeps_keys = server.keeps_keys();
     let mut fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
-    for at in server.capacity_restorations() {
-        sched.schedule_at(at, Ev::CAPACITY_RESTORED);
+    if let Some(g) = &graph {
+        for (at, service) in g.capacity_restorations() {
+            sched.schedule_at(at, Ev::graph_capacity(service));
+        }
+    } else {
+        for at in server.capacity_restorations() {
+            sched.schedule_at(at, Ev::CAPACITY_RESTORED);
+        }
     }
     if let Some(set) = &replicas {
         fault_span = set.fault_span(fault_span, horizon);
@@ -416,6 +458,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         replicas,
         restarts,
         restarting: 0,
+        graph,
     };
     if !PLAIN {
         model.limits_start(&mut sched);
@@ -465,7 +508,11 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
     model.rec.keys_peak(model.server.keys_peak());
     let (locks_expired, fenced) = model.server.lock_counts();
     model.rec.locks(locks_expired, fenced);
-    let (metrics, left) = model.clients.finish(model.rec, sched.processed(), fault_span, horizon);
+    let graph = model.graph.as_mut().map(|g| g.counts());
+    let (mut metrics, left) = model.clients.finish(model.rec, sched.processed(), fault_span, horizon);
+    if let Some(g) = graph {
+        metrics.graph = g;
+    }
     (metrics, sched.into_queue(), left)
 }
 
@@ -540,6 +587,9 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                 if self.has_hedging() {
                     self.copy_timed_out(op, attempt, s);
                 } else if self.clients.is_waiting(op, attempt) {
+                    if self.has_graph() {
+                        self.graph_gave_up(op, attempt, s);
+                    }
                     let waited = self.has_pool() && self.pool_gave_up(op, attempt, s);
                     self.timed_out(op, waited, s);
                 }
@@ -585,6 +635,11 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
                 self.layer_send(a, s);
                 self.layer_release(a);
             }
+            Kind::GraphDone
+            | Kind::GraphSend
+            | Kind::GraphTimeout
+            | Kind::GraphReleased
+            | Kind::GraphCapacity => self.graph_event(kind, a, b, c, s),
             Kind::LayerTimeout => {
                 let (ticket, attempt) = (a, b);
                 let step = self.gateways().timed_out(ticket, attempt, now);
@@ -901,6 +956,9 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         let mut req = Request::new(op, attempt, gives_up_at);
         let now = s.now();
         self.rec.server_call::<PLAIN>(now);
+        if self.has_graph() {
+            return self.graph_arrive(op, attempt, gives_up_at, s);
+        }
         if !PLAIN && self.keys != KeyMode::None {
             req.key_tag = self.key_tag(req.op);
         }

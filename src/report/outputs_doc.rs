@@ -7,6 +7,7 @@
 
 use crate::metrics::METRICS;
 use crate::metrics::catalogue::WINDOW_METRICS;
+use crate::metrics::graph::{EDGE_METRICS, SERVICE_METRICS};
 use crate::metrics::replica_series::REPLICA_MEANING;
 use crate::metrics::series::{GAUGE_MEANING, GAUGES, SERIES, SERIES_MEANING};
 use crate::results::manifest::Manifest;
@@ -108,6 +109,16 @@ pub fn outputs_reference() -> String {
     for w in WINDOW_METRICS {
         let unit = crate::metrics::catalogue::find(w.base).map_or(UNDOCUMENTED, |m| m.unit);
         let _ = writeln!(s, "| `{}@NAME` | {unit} | {} |", w.base, w.meaning);
+    }
+    s.push_str(
+        "\n### Call graph metrics (`[[services]]`: for each service NAME in file order, then each edge FROM:TO by caller and `calls` order, after the metrics above; absent without `[[services]]`)\n\n\
+         | column | unit | meaning |\n|---|---|---|\n",
+    );
+    for m in SERVICE_METRICS {
+        let _ = writeln!(s, "| `{}@NAME` | {} | {} |", m.name, m.unit, m.meaning);
+    }
+    for m in EDGE_METRICS {
+        let _ = writeln!(s, "| `{}@FROM:TO` | {} | {} |", m.name, m.unit, m.meaning);
     }
     s.push_str(
         "\n### Series (`timeseries.csv`: each one's mean over runs and `<series>_sd`)\n\n\

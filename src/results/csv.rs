@@ -72,7 +72,7 @@ impl Exporter for RunsCsv {
 
     fn header(&self, exp: &Experiment) -> Vec<String> {
         let mut h = header(exp, &["strategy", "run", "seed"]);
-        h.extend(catalogue::columns(&exp.windows));
+        h.extend(catalogue::columns(&exp.windows, &exp.graph_columns));
         h
     }
 
@@ -99,7 +99,7 @@ impl Exporter for SummaryCsv {
 
     fn header(&self, exp: &Experiment) -> Vec<String> {
         let mut h = header(exp, &["strategy", "runs"]);
-        for name in catalogue::columns(&exp.windows) {
+        for name in catalogue::columns(&exp.windows, &exp.graph_columns) {
             h.push(format!("{name}_sd"));
             h.insert(h.len() - 1, name);
         }

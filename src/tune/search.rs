@@ -176,7 +176,7 @@ pub fn search<'a>(
     let mut t = Tuner {
         exp,
         spec,
-        columns: catalogue::columns(&exp.windows),
+        columns: catalogue::columns(&exp.windows, &exp.graph_columns),
         lattice,
         candidates: Vec::new(),
         invalid: BTreeMap::new(),

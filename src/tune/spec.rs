@@ -251,7 +251,7 @@ fn strategy_names(tree: &Table) -> Vec<Option<String>> {
 
 /// A metric column of summary.csv (windowed ones included), or why not.
 fn metric(name: &str, windows: &[String]) -> Result<(), String> {
-    let columns = catalogue::columns(windows);
+    let columns = catalogue::columns(windows, &[]);
     if columns.iter().any(|m| m == name) {
         return Ok(());
     }

@@ -39,6 +39,15 @@ fn replaced(from: &str, to: &str) -> String {
     VALID.replacen(from, to, 1)
 }
 
+/// A valid call graph api -> db, with `api_calls` and `db_calls` added to the services.
+fn graph(api_calls: &str, db_calls: &str) -> String {
+    format!(
+        "name = \"g\"\nruns = 1\nhorizon = \"5s\"\n[workload]\nkind = \"closed\"\nclients = 2\n\
+         [[services]]\nname = \"api\"\nconcurrency = 4\nservice_time = {{ dist = \"constant\", value = \"1ms\" }}\n{api_calls}\n\
+         [[services]]\nname = \"db\"\nconcurrency = 4\nservice_time = {{ dist = \"constant\", value = \"1ms\" }}\n{db_calls}\n{STRATEGY}"
+    )
+}
+
 fn cases() -> Vec<Case> {
     let valid = || VALID.to_owned();
     vec![
@@ -953,6 +962,54 @@ fn cases() -> Vec<Case> {
             stderr: &["`output.reference.\"server.concurrency\"`", "5 is not one of the swept values", "4, 8"],
         },
         Case {
+            what: "a call graph with a cycle",
+            text: graph("calls = [{ service = \"db\" }]", "calls = [{ service = \"api\" }]"),
+            args: &[],
+            stderr: &["`services[1].calls[0].service`", "cycle", "api -> db -> api"],
+        },
+        Case {
+            what: "a call to a service that does not exist",
+            text: graph("calls = [{ service = \"cache\" }]", ""),
+            args: &[],
+            stderr: &["`services[0].calls[0].service`", "\"cache\" is not a service", "api, db"],
+        },
+        Case {
+            what: "[server] next to [[services]]",
+            text: format!("{}[server]\nconcurrency = 2\nservice_time = {{ dist = \"constant\", value = \"1ms\" }}\n", graph("", "")),
+            args: &[],
+            stderr: &["`server`", "first service"],
+        },
+        Case {
+            what: "two services with one name",
+            text: graph("", "").replace("name = \"db\"", "name = \"api\""),
+            args: &[],
+            stderr: &["`services[1].name`", "used twice"],
+        },
+        Case {
+            what: "no entry service: neither [server] nor [[services]]",
+            text: graph("", "").split("[[services]]").next().unwrap().to_owned() + STRATEGY,
+            args: &[],
+            stderr: &["`server`"],
+        },
+        Case {
+            what: "a service's server key out of range",
+            text: graph("", "").replacen("concurrency = 4", "concurrency = 0", 1),
+            args: &[],
+            stderr: &["`services[0].concurrency`"],
+        },
+        Case {
+            what: "a rolling deploy on a service of the call graph",
+            text: graph("replicas = 4\n[[services.deploys]]\nstart = \"1s\"\nstartup = \"1s\"", ""),
+            args: &[],
+            stderr: &["`services[0].deploys`", "not modelled in a service"],
+        },
+        Case {
+            what: "deadline propagation without a call graph",
+            text: valid(),
+            args: &["--set", "strategies.fj.propagate_deadline=true"],
+            stderr: &["`strategies.fj.propagate_deadline`", "[[services]]"],
+        },
+        Case {
             what: "a reference point without a sweep",
             text: valid(),
             args: &["--set", "output.reference={ \"server.concurrency\" = 4 }"],
@@ -1108,4 +1165,17 @@ fn serve_refuses_what_it_cannot_play() {
         serve.extend(args);
         assert_refused(tmp.path(), &serve, &Case { what, text: text.clone(), args, stderr });
     }
+}
+
+#[test]
+fn the_valid_graph_passes_check() {
+    let tmp = tempfile::tempdir().expect("a temporary folder");
+    std::fs::write(tmp.path().join("e.toml"), graph("calls = [{ service = \"db\", count = 2 }]", ""))
+        .expect("the file is written");
+    let output = cargo_bin_cmd!("retrysim")
+        .current_dir(tmp.path())
+        .args(["check", "e.toml"])
+        .output()
+        .expect("the binary runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }

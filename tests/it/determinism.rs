@@ -454,3 +454,15 @@ fn every_stage_on_gives_identical_files_and_series_that_add_up_to_the_summary() 
         }
     }
 }
+
+#[test]
+fn call_graph_experiments_are_byte_identical_across_threads_and_invocations() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    for file in ["retries-everywhere.toml", "fanout-tail.toml"] {
+        let args = ["--runs", "2", "--set", "workload.duration=8s", "--set", "horizon=12s"];
+        let (runs, summary) = assert_reproducible(&root.join(file), &args);
+        let (header, rows) = table(&summary);
+        assert!(header.iter().any(|h| h.starts_with("service_amplification@")), "{file}: {header:?}");
+        assert!(!rows.is_empty() && !runs.is_empty(), "{file}");
+    }
+}

@@ -24,6 +24,7 @@ mod disciplines;
 mod docs;
 mod eta;
 mod fit;
+mod graph;
 mod hedging;
 mod interop_formats;
 mod layers;

@@ -95,7 +95,7 @@ fn class_columns_follow_the_windows_only_with_classes() {
     assert_eq!(with.windows, ["late", "critical_plus", "critical", "sheddable_plus", "sheddable"]);
     let without = load(&OVERLOAD.replace("priorities = { critical = 0.3, sheddable = 0.7 }\n", ""));
     assert!(without.windows.is_empty());
-    let columns = retrysim::metrics::catalogue::columns(&with.windows);
+    let columns = retrysim::metrics::catalogue::columns(&with.windows, &with.graph_columns);
     assert!(columns.contains(&"success_rate@critical".to_string()));
     assert!(columns.contains(&"ops@sheddable".to_string()));
 }

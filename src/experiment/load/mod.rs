@@ -81,6 +81,14 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
             "is set at some points of the sweep and not at others: its columns must be the same at every point; set it at every point (shares may differ)".to_string(),
         ));
     }
+    let graph_columns = columns_of_graph(first);
+    if points.iter().any(|p| columns_of_graph(&p.spec) != graph_columns) {
+        return Err(invalid(
+            origin,
+            "services",
+            "differs between points of the sweep in its services or their calls: its columns must be the same at every point; sweep their other keys only".to_string(),
+        ));
+    }
     let mut windows: Vec<String> = first.output.windows.keys().cloned().collect();
     if classes {
         windows.extend(PRIORITY_CLASSES.iter().map(|c| c.to_string()));
@@ -101,6 +109,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         runs: first.runs,
         timeseries: first.output.timeseries,
         windows,
+        graph_columns,
         reference,
         sweep_keys,
         points,
@@ -481,6 +490,7 @@ fn build_point(
         }
     }
     let blame = |e| attribute(e, sets, &swept);
+    entry_server(&mut tree, origin).map_err(blame)?;
     let (mut spec, sources) = decode::experiment_sourced(&tree, origin).map_err(blame)?;
     spec.runs = overrides.runs.unwrap_or(spec.runs);
     spec.seed = overrides.seed.unwrap_or(spec.seed);
@@ -488,6 +498,99 @@ fn build_point(
     let strategies = spec.strategies.clone();
     let values = values.into_iter().map(value_text).collect();
     Ok(Point { values, spec, strategies, sources })
+}
+
+/// With `[[services]]`, `[server]` is the first service's server (DESIGN §3.7): its keys
+/// without `name` and `calls`, filled in here for each point (so that everything that reads
+/// the server reads the entry service). A file that gives both is refused.
+fn entry_server(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
+    hop_presets(tree, origin)?;
+    let Some(Value::Array(services)) = tree.get("services") else { return Ok(()) };
+    let Some(Value::Table(first)) = services.first() else { return Ok(()) };
+    if tree.contains_key("server") {
+        return Err(invalid(
+            origin,
+            "server",
+            "is not used with [[services]]: the clients call the first service, which is the server; move these keys into it".to_string(),
+        ));
+    }
+    let mut server = first.clone();
+    server.remove("name");
+    server.remove("calls");
+    server.insert("kind".to_owned(), Value::String("queue".to_owned()));
+    tree.insert("server".to_owned(), Value::Table(server));
+    Ok(())
+}
+
+/// The keys of a client policy an edge of the call graph takes from a preset (the schema's
+/// `hop_policy` keys); a preset's other keys (Retry-After handling, throttling, keys ...) do
+/// not apply to an edge.
+const HOP_PRESET_KEYS: [&str; 8] =
+    ["max_attempts", "timeout", "deadline", "retry_on", "backoff", "honor_dont_retry", "budget", "breaker"];
+
+/// Resolves `preset = "NAME"` in every edge (`services[i].calls[j]`) and every strategy's
+/// `hop_policy`: the preset's edge keys, then the table's own.
+fn hop_presets(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
+    let resolve = |table: &mut Table, key: String| -> Result<(), ConfigError> {
+        let Some(preset) = table.remove("preset") else { return Ok(()) };
+        let name = preset.as_str().unwrap_or_default().to_owned();
+        let Some(found) = super::presets::find(&name) else {
+            let names: Vec<&str> = super::presets::PRESETS.iter().map(|p| p.name).collect();
+            return Err(invalid(
+                origin,
+                &format!("{key}.preset"),
+                format!("unknown preset {name:?}; the presets are: {}", names.join(", ")),
+            ));
+        };
+        let mut merged = decode::preset_table(found);
+        merged.retain(|k, _| HOP_PRESET_KEYS.contains(&k));
+        for (k, v) in std::mem::take(table) {
+            merged.insert(k, v);
+        }
+        *table = merged;
+        Ok(())
+    };
+    if let Some(Value::Array(services)) = tree.get_mut("services") {
+        for (i, service) in services.iter_mut().enumerate() {
+            let Some(Value::Array(calls)) = service.as_table_mut().and_then(|t| t.get_mut("calls")) else {
+                continue;
+            };
+            for (j, call) in calls.iter_mut().enumerate() {
+                if let Value::Table(t) = call {
+                    resolve(t, format!("services[{i}].calls[{j}]"))?;
+                }
+            }
+        }
+    }
+    if let Some(Value::Table(client)) = tree.get_mut("client")
+        && let Some(Value::Table(hop)) = client.get_mut("hop_policy")
+    {
+        resolve(hop, "client.hop_policy".to_owned())?;
+    }
+    if let Some(Value::Array(strategies)) = tree.get_mut("strategies") {
+        for s in strategies.iter_mut().filter_map(Value::as_table_mut) {
+            let name = s.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            if let Some(Value::Table(hop)) = s.get_mut("hop_policy") {
+                resolve(hop, format!("strategies.{name}.hop_policy"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The columns a point's call graph adds (`METRIC@SERVICE`, `METRIC@FROM:TO`); none without
+/// `[[services]]`. A point whose `calls` name an unknown service has been refused already.
+fn columns_of_graph(spec: &super::ExperimentSpec) -> Vec<String> {
+    let names: Vec<String> = spec.services.iter().map(|s| s.name.clone()).collect();
+    let index = |n: &str| names.iter().position(|m| m == n).unwrap_or(0);
+    let edges: Vec<(usize, usize)> = spec
+        .services
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.calls.iter().map(move |c| (i, c.service.as_str())))
+        .map(|(i, to)| (i, index(to)))
+        .collect();
+    crate::metrics::graph::columns(&names, &edges)
 }
 
 /// `[output] reference`, checked against the sweep (see [`resolve_reference`]), refused at

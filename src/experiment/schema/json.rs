@@ -126,6 +126,17 @@ fn object(fields: &[Field], extra: Option<(&str, Value)>, partial: bool) -> Valu
             required.push(f.key);
         }
     }
+    // The root needs `[server]` or `[[services]]` (whose first service is the server).
+    if fields.iter().any(|f| f.key == "services") && required.contains(&"server") {
+        required.retain(|k| *k != "server");
+        return json!({
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "anyOf": [{ "required": ["server"] }, { "required": ["services"] }],
+            "additionalProperties": false
+        });
+    }
     json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
 }
 

@@ -278,7 +278,15 @@ pub static ROOT: Table = Table {
         .message("must be > 0: the simulated time at which a run stops, e.g. \"120s\""),
         f("workload", Ty::Tagged(&WORKLOAD), Required, "who calls the server, and when"),
         f("network", Ty::Table(&NETWORK), Value("{}"), "one-way delay per hop, losses"),
-        f("server", Ty::Tagged(&SERVER), Required, "the server"),
+        f(
+            "services",
+            Ty::List(&Ty::Table(&SERVICE)),
+            Value("[]"),
+            "a call graph of services, see [[services]]; the clients call the first",
+        )
+        .rules("names unique; every called service exists; no cycle; not with [server]"),
+        f("server", Ty::Tagged(&SERVER), Required, "the server")
+            .rules("not with [[services]]: the first service is the server the clients call"),
         f("client", Ty::Table(&CLIENT), Value("{}"), "retry policy defaults for every strategy"),
         f("strategies", Ty::List(&Ty::Table(&STRATEGY)), Required, "the policies to compare")
             .rules("at least one; names unique"),
@@ -625,15 +633,11 @@ pub static NETWORK: Table = Table {
     ],
 };
 
-pub static SERVER: Tagged = Tagged {
-    tag: "kind",
-    what: "server kind",
-    default: Some("queue"),
-    variants: &[
-        Variant {
-            kind: "queue",
-            doc: "`concurrency` workers and a FIFO queue behind an admission pipeline",
-            fields: &[
+/// The keys of a queue server: `[server]` (kind "queue") and every `[[services]]` entry.
+macro_rules! queue_server_fields {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            $($extra,)*
                 f("concurrency", U32, Required, "workers serving in parallel")
                     .range(Range::AtLeast(1.0))
                     .message("zero concurrency: the server needs at least 1 worker; set concurrency >= 1")
@@ -751,7 +755,19 @@ pub static SERVER: Tagged = Tagged {
                     "rolling deploys (a Kubernetes Deployment's RollingUpdate), see [[server.deploys]]",
                 )
                 .rules("replicas > 1; one after the other"),
-            ],
+        ]
+    };
+}
+
+pub static SERVER: Tagged = Tagged {
+    tag: "kind",
+    what: "server kind",
+    default: Some("queue"),
+    variants: &[
+        Variant {
+            kind: "queue",
+            doc: "`concurrency` workers and a FIFO queue behind an admission pipeline",
+            fields: queue_server_fields!(),
         },
         Variant {
             kind: "occ",
@@ -1244,6 +1260,10 @@ macro_rules! policy_fields {
             f("hedge", Ty::Table(&HEDGE), Absent("no hedging: one copy of each attempt"), "hedged requests: more copies of a call before its answer, the first good answer wins and the others are cancelled (gRPC A6 hedgingPolicy; presets polly and envoy)")
                 .rules("queue server only; max_attempts = 1 (hedging replaces retrying, as gRPC allows only one of retryPolicy and hedgingPolicy); not with layers, pool, dead_letter, limit or a queue workload"),
             f("layers", Ty::List(&Ty::Table(&LAYER)), Value("[]"), "gateways in front of the server, the first nearest the client, each retrying with its own policy"),
+            f("propagate_deadline", Ty::Bool, Value("false"), "[[services]]: the attempt's deadline travels down the call graph (gRPC); each call waits min(its own timeout, what remains), and no hop starts work past it"),
+            f("propagate_cancellation", Ty::Bool, Value("false"), "[[services]]: a caller that gives up cancels its downstream requests (queued ones removed, those waiting for their own calls stopped, down the tree)"),
+            f("cancel_in_service", Ty::Bool, Value("false"), "[[services]], with propagate_cancellation: a cancelled request a worker is serving is stopped at once; else its own work runs to the end"),
+            f("hop_policy", Ty::Table(&HOP_POLICY), Absent("none: each edge keeps the policy its `calls` entry gives"), "[[services]]: the client policy of every edge of the call graph, replacing the edges' own (the library every service uses)"),
             f("dead_letter", Ty::Table(&DEAD_LETTER), Absent("none: an operation whose tries are used up fails (failed_exhausted)"), "a dead-letter queue: an operation whose tries are used up is dead-lettered (dead_lettered) instead of failed")
                 .rules("queue server only"),
             f("redrive", Ty::Table(&REDRIVE), Absent("none: dead-lettered operations stay"), "send the dead-letter queue again later, each item once, through the same retry policy (redriven, redrive_succeeded)")
@@ -1836,6 +1856,62 @@ pub static BULKHEAD: Table = Table {
         scope(),
     ],
 };
+
+/// The client policy keys of a call graph's edge (`[[services]] calls`, and a strategy's
+/// `hop_policy`).
+macro_rules! hop_policy_fields {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            $($extra,)*
+            f("preset", Ty::Str, Absent("none"), "start from a production library's defaults (`retrysim presets`): its max_attempts, timeout, deadline, retry_on, backoff, honor_dont_retry, budget and breaker; other keys override it"),
+            f("max_attempts", U32, Value("1"), "attempts per call along this edge, the first included (1 = no retries)")
+                .range(Range::AtLeast(1.0))
+                .message("must be at least 1 (it counts the first attempt; 1 = no retries)"),
+            f("timeout", Ty::Duration, Absent("none: wait for the answer however long it takes"), "per-attempt timeout of this edge")
+                .range(POSITIVE)
+                .message("must be > 0; leave it out to wait for every answer"),
+            f("deadline", Ty::Duration, Absent("none"), "deadline of a call along this edge, measured from its first attempt")
+                .range(POSITIVE)
+                .message("must be > 0; leave it out for no deadline"),
+            f("retry_on", Ty::List(&Ty::StatusOrFailure), Absent("the defaults, as for a strategy"), "outcomes this edge retries"),
+            f("backoff", Ty::Tagged(&BACKOFF), Value("{ kind = \"none\" }"), "this edge's delay before each retry"),
+            f("honor_dont_retry", Ty::Bool, Value("false"), "do not retry an answer that says \"overloaded; don't retry\""),
+            f("budget", Ty::Tagged(&BUDGET), Absent("no budget"), "this edge's retry budget (the calling service as one client)"),
+            f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "this edge's circuit breaker (the calling service as one client)"),
+        ]
+    };
+}
+
+/// `[[services]]`: a service of the call graph, its server's keys and its calls.
+pub static SERVICE: Table = Table {
+    partial: false,
+    fields: queue_server_fields!(
+        f("name", Ty::Str, Required, "names the service in `calls` and in its columns (`METRIC@NAME`)")
+            .rules("unique; only A-Z a-z 0-9 _ -"),
+        f(
+            "calls",
+            Ty::List(&Ty::Table(&CALL)),
+            Value("[]"),
+            "the services it calls after its own work, edge by edge in this order, holding its worker"
+        ),
+    ),
+};
+
+/// One edge of the call graph: `calls = [{ service = "db", count = 2, ... }]`.
+pub static CALL: Table = Table {
+    partial: false,
+    fields: hop_policy_fields!(
+        f("service", Ty::Str, Required, "the service called")
+            .rules("a service of [[services]], not one that calls this one (no cycle)"),
+        f("count", U32, Value("1"), "calls per request along this edge (fan-out)")
+            .range(Range::Between(1.0, 100_000.0)),
+        f("parallel", Ty::Bool, Value("true"), "the `count` calls go out together (else one after another)"),
+        f("optional", Ty::Bool, Value("false"), "a failed call does not fail the request (a partial result)"),
+    ),
+};
+
+/// A strategy's `hop_policy`: the client policy of every edge.
+pub static HOP_POLICY: Table = Table { partial: false, fields: hop_policy_fields!() };
 
 pub static LAYER: Table = Table {
     partial: false,

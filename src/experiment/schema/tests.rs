@@ -343,7 +343,17 @@ backoff = { kind = "constant", base = "1ms" }
         [[server.deploys]]\nstart = \"10s\"\nmax_unavailable = 1\nmax_surge = \"25%\"\nstartup = \"2s\"\nreadiness = \"1s\"\n\
         [[strategies]]\nname = \"d\"\nmax_attempts = 2\nbackoff = { kind = \"none\" }\n";
     load_str(deployed, "deployed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}");
+    // A call graph with every key of a service's call and of the strategies' graph keys.
+    let graph = "name = \"g\"\n[workload]\nkind = \"closed\"\nclients = 2\n\
+        [[services]]\nname = \"api\"\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
+        calls = [{ service = \"db\", count = 2, parallel = false, optional = true, preset = \"envoy\", max_attempts = 3, \
+        timeout = \"1s\", deadline = \"2s\", retry_on = [503], backoff = { kind = \"none\" }, honor_dont_retry = true, \
+        budget = { kind = \"ratio\" }, breaker = { kind = \"retry-ratio\", threshold = 0.5 } }]\n\
+        [[services]]\nname = \"db\"\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
+        [[strategies]]\nname = \"g\"\nmax_attempts = 2\nbackoff = { kind = \"none\" }\npropagate_deadline = true\npropagate_cancellation = true\n\
+        cancel_in_service = true\nhop_policy = { max_attempts = 2 }\n";
+    load_str(graph, "graph.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}{graph}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;

@@ -4,6 +4,7 @@
 //! key as `--set` would address it and says how to fix it.
 
 mod hedge;
+mod services;
 
 use super::ConfigError;
 use super::IdempotencyMode;
@@ -68,10 +69,13 @@ fn check(spec: &ExperimentSpec) -> Check {
     queue_workload(spec)?;
     dist("network.latency", &spec.network.latency)?;
     match &spec.server {
+        // With `[[services]]`, the server is the first service's, checked as `services[0]`.
+        ServerSpec::Queue(_) if !spec.services.is_empty() => {}
         ServerSpec::Queue(q) => queue_server(q, spec.workload.priorities().is_some())?,
         ServerSpec::Occ {} => occ_unsupported(spec)?,
     }
-    strategies(spec)
+    strategies(spec)?;
+    services::services(spec)
 }
 
 /// `[workload] priorities`: shares that sum to 1, a queue server, and no window named after a

@@ -25,6 +25,7 @@
 //! | [`admission`] (`admission.rs`) | Envoy's admission control: the rejected share its formula gives |
 //! | [`priorities`] (`priorities.rs`) | priority classes under overload: the served requests go to the most critical classes first |
 //! | [`replicas`] (`replicas.rs`) | one of two replicas failing behind a random balancer: success after k retries, with and without `previous_hosts` |
+//! | [`graph`] (`graph.rs`) | the call graph: calls per operation down a chain, the fan-out tail `(1 - q)^n` |
 
 pub mod adaptive_limits;
 pub mod admission;
@@ -34,6 +35,7 @@ pub mod brooker_collapse;
 pub mod bulkhead;
 mod controls;
 pub mod disciplines;
+pub mod graph;
 pub mod hedging;
 pub mod osdi;
 mod parameters;
@@ -287,6 +289,20 @@ pub const CHECKS: &[CheckDef] = &[
         method: replicas::METHOD,
         series: false,
         evaluate: replicas::evaluate,
+    },
+    CheckDef {
+        id: "graph-chain",
+        title: "Call graph: retries multiply down a chain of services",
+        method: graph::CHAIN_METHOD,
+        series: false,
+        evaluate: graph::chain,
+    },
+    CheckDef {
+        id: "graph-fanout",
+        title: "Call graph: a fan-out is as slow as its slowest call",
+        method: graph::FANOUT_METHOD,
+        series: false,
+        evaluate: graph::fanout,
     },
 ];
 
