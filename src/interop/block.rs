@@ -46,3 +46,18 @@ pub fn block(header: &str, table: &Table) -> String {
     }
     out
 }
+
+/// What `retrysim import` prints: the notes as `#` comments, the `[[strategies]]` block, and
+/// the `[server]` keys the file implies (to merge into the experiment's `[server]`).
+pub fn printed(kind: &str, file: &str, imported: &super::Imported) -> String {
+    let mut out = format!("# retrysim import {kind} {file}\n");
+    for note in &imported.notes {
+        let _ = writeln!(out, "# {note}");
+    }
+    out.push_str(&block("[[strategies]]", &imported.strategy));
+    if !imported.server.is_empty() {
+        out.push_str("\n# The file also implies these [server] keys: merge them into the experiment's [server].\n");
+        out.push_str(&block("[server]", &imported.server));
+    }
+    out
+}
