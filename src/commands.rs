@@ -3,8 +3,8 @@
 //! exit codes.
 
 use crate::cli::{
-    CheckArgs, ExplainArgs, ExportArgs, FitArgs, ImportArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs,
-    SchemaArgs, ServeArgs, SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
+    CheckArgs, ExplainArgs, ExportArgs, FitArgs, ImportArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs,
+    RankArgs, RunArgs, SchemaArgs, ServeArgs, SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
 };
 use crate::experiment::presets;
 use crate::experiment::{self, Experiment, Overrides};
@@ -807,8 +807,10 @@ pub fn fit(a: &FitArgs) -> Result<(), Error> {
 /// `[server]` keys the file implies, if any.
 pub fn import(a: &ImportArgs) -> Result<(), Error> {
     let format = crate::interop::format(&a.kind)?;
-    let text = std::fs::read_to_string(&a.file).map_err(|source| experiment::ConfigError::Read { path: a.file.clone(), source })?;
-    let stem = a.file.file_stem().map(|s| s.to_string_lossy().split('.').next().unwrap_or_default().to_string());
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|source| experiment::ConfigError::Read { path: a.file.clone(), source })?;
+    let stem =
+        a.file.file_stem().map(|s| s.to_string_lossy().split('.').next().unwrap_or_default().to_string());
     let name = a.name.clone().or(stem).filter(|n| !n.is_empty()).unwrap_or_else(|| a.kind.clone());
     let imported = format.import(&text, &name)?;
     print!("{}", crate::interop::block::printed(&a.kind, &a.file.display().to_string(), &imported));

@@ -24,8 +24,8 @@ pub use duration::Duration;
 pub use error::ConfigError;
 pub use load::{
     BadReference, Skipped, SpecError, effective_strategy, effective_strategy_in, key_order, load, load_str,
-    merged_strategy, parse_set_arg,
-    resolve_reference, same_value, select_strategies, spec_with, strategy_key, value_number, value_text,
+    merged_strategy, parse_set_arg, resolve_reference, same_value, select_strategies, spec_with,
+    strategy_key, value_number, value_text,
 };
 pub use spec::*;
 pub use warnings::{Warning, warnings};

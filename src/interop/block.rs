@@ -56,7 +56,9 @@ pub fn printed(kind: &str, file: &str, imported: &super::Imported) -> String {
     }
     out.push_str(&block("[[strategies]]", &imported.strategy));
     if !imported.server.is_empty() {
-        out.push_str("\n# The file also implies these [server] keys: merge them into the experiment's [server].\n");
+        out.push_str(
+            "\n# The file also implies these [server] keys: merge them into the experiment's [server].\n",
+        );
         out.push_str(&block("[server]", &imported.server));
     }
     out

@@ -17,7 +17,7 @@
 //! Retry-After in seconds with the 300 s maximum) is refused, naming the field.
 
 use super::strategy::{Failure, Loss, Strategy, duration_value, retry_on_value, server_errors};
-use super::yaml::{self, bad, documents, field, mapping, map, string};
+use super::yaml::{self, bad, documents, field, map, mapping, string};
 use super::{Exported, Format, Imported, InteropError};
 use crate::engine::Span;
 use serde_yaml_ng::{Mapping, Value};
@@ -63,7 +63,8 @@ pub const DEFAULT_MIN_RETRY_CONCURRENCY: i64 = 3;
 pub const UNLIMITED_RETRIES: i64 = u32::MAX as i64;
 /// The host predicate `retry_other_replica` stands for.
 const PREVIOUS_HOSTS: &str = "envoy.retry_host_predicates.previous_hosts";
-const PREVIOUS_HOSTS_TYPE: &str = "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate";
+const PREVIOUS_HOSTS_TYPE: &str =
+    "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate";
 
 /// The fields of `RetryPolicy` that retrysim reads (anything else is reported as unknown).
 const POLICY_FIELDS: &[&str] = &[
@@ -84,7 +85,8 @@ const POLICY_FIELDS: &[&str] = &[
 ];
 
 /// A route action's fields that say it is one (so its `timeout` default applies).
-const ROUTE_ACTION_FIELDS: &[&str] = &["cluster", "weighted_clusters", "cluster_header", "cluster_specifier_plugin"];
+const ROUTE_ACTION_FIELDS: &[&str] =
+    &["cluster", "weighted_clusters", "cluster_header", "cluster_specifier_plugin"];
 
 fn import(text: &str, name: &str) -> Result<Imported, InteropError> {
     let docs = documents(KIND, text)?;
@@ -103,7 +105,9 @@ fn import(text: &str, name: &str) -> Result<Imported, InteropError> {
         None => {
             let bare = docs.iter().find(|d| {
                 d.as_mapping().is_some_and(|m| {
-                    m.keys().filter_map(Value::as_str).any(|k| POLICY_FIELDS.contains(&k) && k != "max_retries")
+                    m.keys()
+                        .filter_map(Value::as_str)
+                        .any(|k| POLICY_FIELDS.contains(&k) && k != "max_retries")
                 })
             });
             let Some(bare) = bare else {
@@ -133,7 +137,9 @@ fn import(text: &str, name: &str) -> Result<Imported, InteropError> {
         }
     }
     match one(breakers, "circuit_breakers")? {
-        Some((at, breakers, _)) => read_breakers(mapping(KIND, &at, breakers)?, &at, &mut strategy, &mut notes)?,
+        Some((at, breakers, _)) => {
+            read_breakers(mapping(KIND, &at, breakers)?, &at, &mut strategy, &mut notes)?
+        }
         None => {
             strategy.insert("budget".into(), concurrency(0.0, DEFAULT_MAX_RETRIES));
             notes.push(format!(
@@ -196,13 +202,22 @@ fn unrepresentable(field: &str, why: &str) -> InteropError {
 }
 
 /// The fields of a `RetryPolicy` into `strategy`.
-fn read_policy(p: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_policy(
+    p: &Mapping,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     let at = |k: &str| join(path, k);
     yaml::unknown_fields(p, POLICY_FIELDS, if path.is_empty() { "retry_policy" } else { path }, notes);
-    for refused in ["per_try_idle_timeout", "retry_priority", "retry_options_predicates", "retriable_request_headers"] {
+    for refused in
+        ["per_try_idle_timeout", "retry_priority", "retry_options_predicates", "retriable_request_headers"]
+    {
         if field(p, refused).is_some_and(|v| !is_empty(v)) {
             let why = match refused {
-                "per_try_idle_timeout" => "retrysim's attempts have no idle timeout, only a timeout for the whole attempt",
+                "per_try_idle_timeout" => {
+                    "retrysim's attempts have no idle timeout, only a timeout for the whole attempt"
+                }
                 "retry_priority" => "retrysim's replicas have no priorities or localities to prefer",
                 "retriable_request_headers" => "retrysim's requests carry no headers to match",
                 _ => "retrysim has no retry options predicates",
@@ -222,14 +237,31 @@ fn read_policy(p: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<St
         Some(Value::Sequence(items)) => items
             .iter()
             .enumerate()
-            .map(|(i, v)| yaml::integer(KIND, &format!("{}[{i}]", at("retriable_status_codes")), v, 100, 599).map(|c| c as u16))
+            .map(|(i, v)| {
+                yaml::integer(KIND, &format!("{}[{i}]", at("retriable_status_codes")), v, 100, 599)
+                    .map(|c| c as u16)
+            })
             .collect::<Result<Vec<u16>, _>>()?,
-        Some(_) => return Err(bad(KIND, &at("retriable_status_codes"), "is not a list", "write a list of statuses, e.g. [503, 429]")),
+        Some(_) => {
+            return Err(bad(
+                KIND,
+                &at("retriable_status_codes"),
+                "is not a list",
+                "write a list of statuses, e.g. [503, 429]",
+            ));
+        }
     };
     let retry_on = match field(p, "retry_on") {
         None => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(v) => return Err(bad(KIND, &at("retry_on"), format!("{} is not a string", yaml::show(v)), "write the conditions comma-separated, e.g. \"5xx,reset\"")),
+        Some(v) => {
+            return Err(bad(
+                KIND,
+                &at("retry_on"),
+                format!("{} is not a string", yaml::show(v)),
+                "write the conditions comma-separated, e.g. \"5xx,reset\"",
+            ));
+        }
     };
     let headers = field(p, "retriable_headers").is_some_and(|v| !is_empty(v));
     let list: Vec<&str> = retry_on.split(',').map(str::trim).filter(|c| !c.is_empty()).collect();
@@ -256,10 +288,18 @@ fn read_policy(p: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<St
                 strategy.insert("timeout".into(), duration_value(t));
             }
         }
-        None => notes.push("no per_try_timeout: each attempt may take up to the route timeout (docs/retry-policies.md §3f)".to_string()),
+        None => notes.push(
+            "no per_try_timeout: each attempt may take up to the route timeout (docs/retry-policies.md §3f)"
+                .to_string(),
+        ),
     }
     read_backoff(field(p, "retry_back_off"), &at("retry_back_off"), strategy, notes)?;
-    read_rate_limited(field(p, "rate_limited_retry_back_off"), &at("rate_limited_retry_back_off"), strategy, notes)?;
+    read_rate_limited(
+        field(p, "rate_limited_retry_back_off"),
+        &at("rate_limited_retry_back_off"),
+        strategy,
+        notes,
+    )?;
     read_hosts(p, path, strategy, notes)
 }
 
@@ -274,7 +314,7 @@ fn is_empty(v: &Value) -> bool {
 
 /// A duration Envoy reads in whole milliseconds (back-off intervals, timeouts).
 fn whole_ms(path: &str, span: Span) -> Result<Span, InteropError> {
-    if span.as_ns() % 1_000_000 != 0 {
+    if !span.as_ns().is_multiple_of(1_000_000) {
         return Err(bad(
             KIND,
             path,
@@ -284,6 +324,21 @@ fn whole_ms(path: &str, span: Span) -> Result<Span, InteropError> {
     }
     Ok(span)
 }
+
+/// What each condition retries in retrysim's outcomes, for the notes.
+const CONDITION_MEANINGS: &[(&str, &str)] = &[
+    ("5xx", "every 5xx (500..599), a timeout and a failed connection"),
+    ("gateway-error", "502, 503, 504, a timeout and a failed connection"),
+    ("reset", "a timeout and a failed connection"),
+    ("connect-failure", "a failed connection"),
+    ("reset-before-request", "a failed connection"),
+    ("retriable-4xx", "409"),
+    ("cancelled", "499 (gRPC CANCELLED)"),
+    ("deadline-exceeded", "504 (gRPC DEADLINE_EXCEEDED)"),
+    ("internal", "500 (gRPC INTERNAL)"),
+    ("resource-exhausted", "429 (gRPC RESOURCE_EXHAUSTED)"),
+    ("unavailable", "503 (gRPC UNAVAILABLE)"),
+];
 
 /// The retried outcomes of Envoy's `retry_on` conditions (and, with `retriable-status-codes`,
 /// of `codes`), reference §3g. gRPC conditions stand for the HTTP status of their code
@@ -297,6 +352,9 @@ pub(super) fn conditions(
     use Failure::{ConnectionError, Status, Timeout};
     let mut set = BTreeSet::new();
     for c in list {
+        if let Some(meaning) = CONDITION_MEANINGS.iter().find(|(name, _)| name == c).map(|(_, m)| m) {
+            notes.push(format!("{path}: {c} retries {meaning} (docs/retry-policies.md §3g)"));
+        }
         match *c {
             "5xx" => {
                 set.extend(server_errors());
@@ -315,13 +373,14 @@ pub(super) fn conditions(
                     if code >= 400 {
                         set.insert(Status(code));
                     } else {
-                        notes.push(format!("{path}: status {code} is never a failure in retrysim: no effect"));
+                        notes
+                            .push(format!("{path}: status {code} is never a failure in retrysim: no effect"));
                     }
                 }
             }
-            "refused-stream" | "http3-post-connect-failure" => {
-                notes.push(format!("{path}: {c}: retrysim has no such failure (HTTP/2 REFUSED_STREAM, HTTP/3): no effect"))
-            }
+            "refused-stream" | "http3-post-connect-failure" => notes.push(format!(
+                "{path}: {c}: retrysim has no such failure (HTTP/2 REFUSED_STREAM, HTTP/3): no effect"
+            )),
             "cancelled" => {
                 set.insert(Status(499));
             }
@@ -348,7 +407,8 @@ pub(super) fn conditions(
                 return Err(InteropError::Unrepresentable {
                     kind: KIND,
                     field: path.to_string(),
-                    why: "retriable-headers matches response headers, which retrysim's answers do not carry".to_string(),
+                    why: "retriable-headers matches response headers, which retrysim's answers do not carry"
+                        .to_string(),
                 });
             }
             other => {
@@ -362,7 +422,9 @@ pub(super) fn conditions(
         }
     }
     if !codes.is_empty() && !list.contains(&"retriable-status-codes") {
-        notes.push(format!("{path}: retriable_status_codes are ignored: retry_on has no retriable-status-codes"));
+        notes.push(format!(
+            "{path}: retriable_status_codes are ignored: retry_on has no retriable-status-codes"
+        ));
     }
     Ok(set)
 }
@@ -370,7 +432,10 @@ pub(super) fn conditions(
 /// The conditions and status codes that retry exactly `set`: `5xx` when it holds every 5xx,
 /// the timeout and connection errors; `reset` for both failures, `connect-failure` for
 /// connection errors alone; the other statuses as codes. A timeout alone cannot be said.
-pub(super) fn conditions_for(set: &BTreeSet<Failure>, loss: &mut Loss) -> Result<(Vec<&'static str>, Vec<u16>), InteropError> {
+pub(super) fn conditions_for(
+    set: &BTreeSet<Failure>,
+    loss: &mut Loss,
+) -> Result<(Vec<&'static str>, Vec<u16>), InteropError> {
     let timeout = set.contains(&Failure::Timeout);
     let connection = set.contains(&Failure::ConnectionError);
     let mut codes: Vec<u16> =
@@ -394,7 +459,12 @@ pub(super) fn conditions_for(set: &BTreeSet<Failure>, loss: &mut Loss) -> Result
 }
 
 /// `retry_back_off` into `backoff`.
-fn read_backoff(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_backoff(
+    v: Option<&Value>,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     let (base, cap) = match v {
         None => {
             notes.push("default applied: retry_back_off base_interval 25ms, max_interval 250ms, full jitter (docs/retry-policies.md §3f)".to_string());
@@ -405,14 +475,21 @@ fn read_backoff(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut
             yaml::unknown_fields(m, &["base_interval", "max_interval"], path, notes);
             let base_path = join(path, "base_interval");
             let Some(base) = field(m, "base_interval") else {
-                return Err(bad(KIND, &base_path, "is missing", "retry_back_off needs a base_interval, e.g. \"0.025s\""));
+                return Err(bad(
+                    KIND,
+                    &base_path,
+                    "is missing",
+                    "retry_back_off needs a base_interval, e.g. \"0.025s\"",
+                ));
             };
             let base = yaml::proto_duration(KIND, &base_path, base)?;
             if base.is_zero() {
                 return Err(bad(KIND, &base_path, "must be > 0", "give the base interval, e.g. \"0.025s\""));
             }
             let base = if base < Span::from_millis(1) {
-                notes.push(format!("{base_path}: Envoy rounds a base below 1 ms up to 1 ms (docs/retry-policies.md §3f)"));
+                notes.push(format!(
+                    "{base_path}: Envoy rounds a base below 1 ms up to 1 ms (docs/retry-policies.md §3f)"
+                ));
                 Span::from_millis(1)
             } else {
                 whole_ms(&base_path, base)?
@@ -423,7 +500,12 @@ fn read_backoff(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut
                     let cap_path = join(path, "max_interval");
                     let cap = whole_ms(&cap_path, yaml::proto_duration(KIND, &cap_path, c)?)?;
                     if cap < base {
-                        return Err(bad(KIND, &cap_path, "is below base_interval", "make max_interval >= base_interval"));
+                        return Err(bad(
+                            KIND,
+                            &cap_path,
+                            "is below base_interval",
+                            "make max_interval >= base_interval",
+                        ));
                     }
                     Some(cap)
                 }
@@ -433,7 +515,9 @@ fn read_backoff(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut
     };
     let cap = cap.unwrap_or_else(|| {
         if v.is_some() {
-            notes.push("default applied: max_interval = 10 x base_interval (docs/retry-policies.md §3f)".to_string());
+            notes.push(
+                "default applied: max_interval = 10 x base_interval (docs/retry-policies.md §3f)".to_string(),
+            );
         }
         Span::from_ns(base.as_ns() * DEFAULT_CAP_FACTOR)
     });
@@ -453,7 +537,12 @@ pub(super) fn backoff_value(base: Span, cap: Span) -> toml::Value {
 }
 
 /// `rate_limited_retry_back_off` into `honor_retry_after` and its mode.
-fn read_rate_limited(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_rate_limited(
+    v: Option<&Value>,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     let Some(v) = v else {
         strategy.insert("honor_retry_after".into(), toml::Value::Boolean(false));
         return Ok(());
@@ -463,14 +552,25 @@ fn read_rate_limited(v: Option<&Value>, path: &str, strategy: &mut Table, notes:
     if let Some(max) = field(m, "max_interval") {
         let max_path = join(path, "max_interval");
         if yaml::proto_duration(KIND, &max_path, max)? != RATE_LIMITED_MAX_INTERVAL {
-            return Err(unrepresentable(&max_path, "retrysim's envoy Retry-After mode discards values above 300 s, Envoy's default; another max_interval cannot be simulated"));
+            return Err(unrepresentable(
+                &max_path,
+                "retrysim's envoy Retry-After mode discards values above 300 s, Envoy's default; another max_interval cannot be simulated",
+            ));
         }
     } else {
-        notes.push("default applied: rate_limited_retry_back_off.max_interval = 300s (docs/retry-policies.md §3f)".to_string());
+        notes.push(
+            "default applied: rate_limited_retry_back_off.max_interval = 300s (docs/retry-policies.md §3f)"
+                .to_string(),
+        );
     }
     let headers_path = join(path, "reset_headers");
     let Some(Value::Sequence(headers)) = field(m, "reset_headers") else {
-        return Err(bad(KIND, &headers_path, "is missing or not a list", "list at least one header, e.g. [{name: Retry-After, format: SECONDS}]"));
+        return Err(bad(
+            KIND,
+            &headers_path,
+            "is missing or not a list",
+            "list at least one header, e.g. [{name: Retry-After, format: SECONDS}]",
+        ));
     };
     let mut honor = false;
     for (i, h) in headers.iter().enumerate() {
@@ -479,11 +579,16 @@ fn read_rate_limited(v: Option<&Value>, path: &str, strategy: &mut Table, notes:
         let name = field(h, "name").and_then(Value::as_str).unwrap_or_default();
         let format = field(h, "format").and_then(Value::as_str).unwrap_or("SECONDS");
         if !name.eq_ignore_ascii_case("retry-after") {
-            notes.push(format!("{at}: retrysim's server sends only Retry-After: header {name:?} never matches"));
+            notes.push(format!(
+                "{at}: retrysim's server sends only Retry-After: header {name:?} never matches"
+            ));
         } else if format == "SECONDS" {
             honor = true;
         } else {
-            return Err(unrepresentable(&format!("{at}.format"), "retrysim's Retry-After is in seconds; Envoy would read it as a Unix time"));
+            return Err(unrepresentable(
+                &format!("{at}.format"),
+                "retrysim's Retry-After is in seconds; Envoy would read it as a Unix time",
+            ));
         }
     }
     strategy.insert("honor_retry_after".into(), toml::Value::Boolean(honor));
@@ -495,7 +600,12 @@ fn read_rate_limited(v: Option<&Value>, path: &str, strategy: &mut Table, notes:
 }
 
 /// `retry_host_predicate` and `host_selection_retry_max_attempts`.
-fn read_hosts(p: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_hosts(
+    p: &Mapping,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     let pred_path = join(path, "retry_host_predicate");
     let mut previous_hosts = false;
     match field(p, "retry_host_predicate") {
@@ -505,15 +615,23 @@ fn read_hosts(p: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<Str
                 let at = format!("{pred_path}[{i}]");
                 let item = mapping(KIND, &at, item)?;
                 let name = field(item, "name").and_then(Value::as_str).unwrap_or_default();
-                let ty = field(item, "typed_config").and_then(Value::as_mapping).and_then(|t| field(t, "@type")).and_then(Value::as_str);
+                let ty = field(item, "typed_config")
+                    .and_then(Value::as_mapping)
+                    .and_then(|t| field(t, "@type"))
+                    .and_then(Value::as_str);
                 if name == PREVIOUS_HOSTS || ty == Some(PREVIOUS_HOSTS_TYPE) {
                     previous_hosts = true;
                 } else {
-                    return Err(unrepresentable(&at, "retrysim's only host predicate is previous_hosts (retry_other_replica)"));
+                    return Err(unrepresentable(
+                        &at,
+                        "retrysim's only host predicate is previous_hosts (retry_other_replica)",
+                    ));
                 }
             }
         }
-        Some(_) => return Err(bad(KIND, &pred_path, "is not a list", "write a list of {name, typed_config}")),
+        Some(_) => {
+            return Err(bad(KIND, &pred_path, "is not a list", "write a list of {name, typed_config}"));
+        }
     }
     strategy.insert("retry_other_replica".into(), toml::Value::Boolean(previous_hosts));
     let attempts_path = join(path, "host_selection_retry_max_attempts");
@@ -523,7 +641,10 @@ fn read_hosts(p: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<Str
     };
     if previous_hosts {
         let n = attempts.unwrap_or_else(|| {
-            notes.push("default applied: host_selection_retry_max_attempts = 1 (docs/retry-policies.md §3g)".to_string());
+            notes.push(
+                "default applied: host_selection_retry_max_attempts = 1 (docs/retry-policies.md §3g)"
+                    .to_string(),
+            );
             1
         });
         strategy.insert("host_selection_retry_max_attempts".into(), toml::Value::Integer(n));
@@ -534,7 +655,12 @@ fn read_hosts(p: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<Str
 }
 
 /// The route's `timeout` into `deadline`.
-fn read_route(parent: Option<&Mapping>, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_route(
+    parent: Option<&Mapping>,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     let Some(route) = parent else {
         notes.push("the route's timeout is not in the file: no deadline set (Envoy's default route timeout is 15 s, docs/retry-policies.md §3f)".to_string());
         return Ok(());
@@ -560,16 +686,30 @@ fn read_route(parent: Option<&Mapping>, path: &str, strategy: &mut Table, notes:
 }
 
 /// The cluster's `circuit_breakers` into `budget` (reference §3e).
-fn read_breakers(m: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_breakers(
+    m: &Mapping,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     yaml::unknown_fields(m, &["thresholds", "per_host_thresholds"], path, notes);
     if field(m, "per_host_thresholds").is_some() {
-        notes.push(format!("{path}.per_host_thresholds: connection limits per host, not retries: not simulated"));
+        notes.push(format!(
+            "{path}.per_host_thresholds: connection limits per host, not retries: not simulated"
+        ));
     }
     let thresholds_path = join(path, "thresholds");
     let thresholds: &[Value] = match field(m, "thresholds") {
         None => &[],
         Some(Value::Sequence(items)) => items,
-        Some(_) => return Err(bad(KIND, &thresholds_path, "is not a list", "write a list of thresholds, one per priority")),
+        Some(_) => {
+            return Err(bad(
+                KIND,
+                &thresholds_path,
+                "is not a list",
+                "write a list of thresholds, one per priority",
+            ));
+        }
     };
     let mut default = None;
     for (i, t) in thresholds.iter().enumerate() {
@@ -577,7 +717,9 @@ fn read_breakers(m: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<
         let t = mapping(KIND, &at, t)?;
         match field(t, "priority").and_then(Value::as_str).unwrap_or("DEFAULT") {
             "DEFAULT" => default = Some((at, t)),
-            other => notes.push(format!("{at}: priority {other}: retrysim's requests are all of the DEFAULT priority: ignored")),
+            other => notes.push(format!(
+                "{at}: priority {other}: retrysim's requests are all of the DEFAULT priority: ignored"
+            )),
         }
     }
     let Some((at, t)) = default else {
@@ -587,13 +729,24 @@ fn read_breakers(m: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<
     };
     yaml::unknown_fields(
         t,
-        &["priority", "max_connections", "max_pending_requests", "max_requests", "max_retries", "retry_budget", "track_remaining", "max_connection_pools"],
+        &[
+            "priority",
+            "max_connections",
+            "max_pending_requests",
+            "max_requests",
+            "max_retries",
+            "retry_budget",
+            "track_remaining",
+            "max_connection_pools",
+        ],
         &at,
         notes,
     );
     for limit in ["max_connections", "max_pending_requests", "max_requests", "max_connection_pools"] {
         if field(t, limit).is_some() {
-            notes.push(format!("{at}.{limit}: a connection or request limit of the proxy, not of its retries: not simulated"));
+            notes.push(format!(
+                "{at}.{limit}: a connection or request limit of the proxy, not of its retries: not simulated"
+            ));
         }
     }
     let budget = field(t, "retry_budget").and_then(Value::as_mapping).filter(|b| !b.is_empty());
@@ -603,26 +756,35 @@ fn read_breakers(m: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<
         let percent = match field(b, "budget_percent") {
             Some(v) => {
                 let pp = join(&bp, "budget_percent.value");
-                let value = mapping(KIND, &join(&bp, "budget_percent"), v).ok().and_then(|m| field(m, "value"));
+                let value =
+                    mapping(KIND, &join(&bp, "budget_percent"), v).ok().and_then(|m| field(m, "value"));
                 let Some(value) = value else {
                     return Err(bad(KIND, &pp, "is missing", "write budget_percent: {value: 20.0}"));
                 };
                 yaml::number(KIND, &pp, value, 0.0, 100.0)?
             }
             None => {
-                notes.push("default applied: retry_budget.budget_percent = 20 % (docs/retry-policies.md §3e)".to_string());
+                notes.push(
+                    "default applied: retry_budget.budget_percent = 20 % (docs/retry-policies.md §3e)"
+                        .to_string(),
+                );
                 DEFAULT_BUDGET_PERCENT
             }
         };
         let min = match field(b, "min_retry_concurrency") {
             Some(v) => yaml::integer(KIND, &join(&bp, "min_retry_concurrency"), v, 0, i64::from(u32::MAX))?,
             None => {
-                notes.push("default applied: retry_budget.min_retry_concurrency = 3 (docs/retry-policies.md §3e)".to_string());
+                notes.push(
+                    "default applied: retry_budget.min_retry_concurrency = 3 (docs/retry-policies.md §3e)"
+                        .to_string(),
+                );
                 DEFAULT_MIN_RETRY_CONCURRENCY
             }
         };
         if field(t, "max_retries").is_some() {
-            notes.push(format!("{at}.max_retries is ignored: a retry_budget replaces it (docs/retry-policies.md §3e)"));
+            notes.push(format!(
+                "{at}.max_retries is ignored: a retry_budget replaces it (docs/retry-policies.md §3e)"
+            ));
         }
         strategy.insert("budget".into(), concurrency(percent, min));
         return Ok(());
@@ -630,7 +792,9 @@ fn read_breakers(m: &Mapping, path: &str, strategy: &mut Table, notes: &mut Vec<
     let max = match field(t, "max_retries") {
         Some(v) => yaml::integer(KIND, &join(&at, "max_retries"), v, 0, UNLIMITED_RETRIES)?,
         None => {
-            notes.push(format!("default applied: max_retries = {DEFAULT_MAX_RETRIES} (docs/retry-policies.md §3e)"));
+            notes.push(format!(
+                "default applied: max_retries = {DEFAULT_MAX_RETRIES} (docs/retry-policies.md §3e)"
+            ));
             DEFAULT_MAX_RETRIES
         }
     };
@@ -688,19 +852,31 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         put("per_try_timeout", string(yaml::proto_duration_text(ms_exact(&mut loss, "timeout", t)?)));
     }
     if let Some((base, cap)) = export_backoff(&s, &mut loss, false)? {
-        put("retry_back_off", map([
-            ("base_interval", string(yaml::proto_duration_text(base))),
-            ("max_interval", string(yaml::proto_duration_text(cap))),
-        ]));
+        put(
+            "retry_back_off",
+            map([
+                ("base_interval", string(yaml::proto_duration_text(base))),
+                ("max_interval", string(yaml::proto_duration_text(cap))),
+            ]),
+        );
     }
     if s.honors_retry_after() {
         let envoy_mode = s.str("retry_after_mode") == Some("envoy");
         let cap_ok = s.span("retry_after_cap")?.is_none_or(|c| c >= RATE_LIMITED_MAX_INTERVAL);
         if envoy_mode && cap_ok {
-            put("rate_limited_retry_back_off", map([
-                ("reset_headers", Value::Sequence(vec![map([("name", string("Retry-After")), ("format", string("SECONDS"))])])),
-                ("max_interval", string(yaml::proto_duration_text(RATE_LIMITED_MAX_INTERVAL))),
-            ]));
+            put(
+                "rate_limited_retry_back_off",
+                map([
+                    (
+                        "reset_headers",
+                        Value::Sequence(vec![map([
+                            ("name", string("Retry-After")),
+                            ("format", string("SECONDS")),
+                        ])]),
+                    ),
+                    ("max_interval", string(yaml::proto_duration_text(RATE_LIMITED_MAX_INTERVAL))),
+                ]),
+            );
         } else if !envoy_mode {
             loss.cannot("retry_after_mode", "Envoy honours Retry-After only as its rate-limited back-off, U(v, 1.5 v) (retry_after_mode = \"envoy\")")?;
         } else {
@@ -711,11 +887,17 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         put("retriable_status_codes", Value::Sequence(codes.iter().map(|&c| Value::from(c)).collect()));
     }
     if s.flag("retry_other_replica") {
-        put("retry_host_predicate", Value::Sequence(vec![map([
-            ("name", string(PREVIOUS_HOSTS)),
-            ("typed_config", map([("@type", string(PREVIOUS_HOSTS_TYPE))])),
-        ])]));
-        put("host_selection_retry_max_attempts", Value::from(s.int("host_selection_retry_max_attempts")?.unwrap_or(1)));
+        put(
+            "retry_host_predicate",
+            Value::Sequence(vec![map([
+                ("name", string(PREVIOUS_HOSTS)),
+                ("typed_config", map([("@type", string(PREVIOUS_HOSTS_TYPE))])),
+            ])]),
+        );
+        put(
+            "host_selection_retry_max_attempts",
+            Value::from(s.int("host_selection_retry_max_attempts")?.unwrap_or(1)),
+        );
     }
     let route_timeout = match s.span("deadline")? {
         Some(d) => ms_exact(&mut loss, "deadline", d)?,
@@ -723,7 +905,13 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
     };
     let threshold = export_budget(&s, &mut loss)?;
     let doc = map([
-        ("route", map([("timeout", string(yaml::proto_duration_text(route_timeout))), ("retry_policy", Value::Mapping(policy))])),
+        (
+            "route",
+            map([
+                ("timeout", string(yaml::proto_duration_text(route_timeout))),
+                ("retry_policy", Value::Mapping(policy)),
+            ]),
+        ),
         ("circuit_breakers", map([("thresholds", Value::Sequence(vec![threshold]))])),
     ]);
     let name = s.str("name").unwrap_or("strategy");
@@ -738,7 +926,7 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
 
 /// A span Envoy reads in whole milliseconds: refused (or, lossy, rounded to the nearest ms).
 fn ms_exact(loss: &mut Loss, key: &str, span: Span) -> Result<Span, InteropError> {
-    if span.as_ns() % 1_000_000 == 0 && !span.is_zero() {
+    if span.as_ns().is_multiple_of(1_000_000) && !span.is_zero() {
         return Ok(span);
     }
     loss.cannot(key, "Envoy reads it in whole milliseconds (at least 1 ms): rounded to the nearest")?;
@@ -747,15 +935,25 @@ fn ms_exact(loss: &mut Loss, key: &str, span: Span) -> Result<Span, InteropError
 
 /// The strategy's backoff as Envoy's (base, max): full jitter, multiplier 2, whole ms. With
 /// `fixed_cap` (Istio, which sets only the base) the max must be 10 x base. `None` when dropped.
-pub(super) fn export_backoff(s: &Strategy<'_>, loss: &mut Loss, fixed_cap: bool) -> Result<Option<(Span, Span)>, InteropError> {
+pub(super) fn export_backoff(
+    s: &Strategy<'_>,
+    loss: &mut Loss,
+    fixed_cap: bool,
+) -> Result<Option<(Span, Span)>, InteropError> {
     let kind = s.str("backoff.kind").unwrap_or("none");
     if kind != "full-jitter" {
-        loss.cannot("backoff", format!("the proxy's back-off is always full jitter U(0, min(2^(k-1) x base, max)), not {kind}"))?;
+        loss.cannot(
+            "backoff",
+            format!("the proxy's back-off is always full jitter U(0, min(2^(k-1) x base, max)), not {kind}"),
+        )?;
         return Ok(None);
     }
     let multiplier = s.num("backoff.multiplier")?.unwrap_or(2.0);
     if multiplier != 2.0 {
-        loss.cannot("backoff.multiplier", format!("the proxy doubles the interval at each retry, not x {multiplier}"))?;
+        loss.cannot(
+            "backoff.multiplier",
+            format!("the proxy doubles the interval at each retry, not x {multiplier}"),
+        )?;
     }
     let Some(base) = s.span("backoff.base")? else { return Ok(None) };
     let base = ms_exact(loss, "backoff.base", base)?;
@@ -795,7 +993,12 @@ fn export_budget(s: &Strategy<'_>, loss: &mut Loss) -> Result<Value, InteropErro
             }
         }
         Some(other) => {
-            loss.cannot("budget", format!("Envoy's retry budget limits concurrent retries (kind = \"concurrency\"), not {other}"))?;
+            loss.cannot(
+                "budget",
+                format!(
+                    "Envoy's retry budget limits concurrent retries (kind = \"concurrency\"), not {other}"
+                ),
+            )?;
             Ok(default(("max_retries", Value::from(DEFAULT_MAX_RETRIES))))
         }
     }
@@ -825,11 +1028,21 @@ mod tests {
         assert_eq!(get(s, "retry_other_replica").as_bool(), Some(true));
         assert_eq!(get(s, "host_selection_retry_max_attempts").as_integer(), Some(3));
         assert_eq!(get(s, "max_attempts").as_integer(), Some(1), "no retry_on: nothing is retried");
-        assert_eq!(get(s, "backoff").to_string(), r#"{ base = "25ms", cap = "250ms", kind = "full-jitter", multiplier = 2.0 }"#);
-        assert_eq!(get(s, "budget").to_string(), r#"{ kind = "concurrency", min_concurrency = 3, percent = 0.0 }"#);
+        assert_eq!(
+            get(s, "backoff").to_string(),
+            r#"{ base = "25ms", cap = "250ms", kind = "full-jitter", multiplier = 2.0 }"#
+        );
+        assert_eq!(
+            get(s, "budget").to_string(),
+            r#"{ kind = "concurrency", min_concurrency = 3, percent = 0.0 }"#
+        );
         assert_eq!(get(s, "honor_retry_after").as_bool(), Some(false));
         for cited in ["§3f", "§3e"] {
-            assert!(i.notes.iter().any(|n| n.contains("default applied") && n.contains(cited)), "{cited}: {:?}", i.notes);
+            assert!(
+                i.notes.iter().any(|n| n.contains("default applied") && n.contains(cited)),
+                "{cited}: {:?}",
+                i.notes
+            );
         }
     }
 
@@ -848,7 +1061,10 @@ mod tests {
         assert!(i.notes.iter().any(|n| n.contains("X-RateLimit-Reset")), "{:?}", i.notes);
         let other_max = yaml.replace("\"300s\"", "\"60s\"");
         let e = Envoy.import(&other_max, "rl").unwrap_err();
-        assert!(matches!(&e, InteropError::Unrepresentable { field, .. } if field == "rate_limited_retry_back_off.max_interval"), "{e}");
+        assert!(
+            matches!(&e, InteropError::Unrepresentable { field, .. } if field == "rate_limited_retry_back_off.max_interval"),
+            "{e}"
+        );
     }
 
     /// A route with its retry policy and the cluster's retry budget, as the router docs
@@ -866,26 +1082,40 @@ mod tests {
         assert!(retried.contains(&Failure::Status(409)) && retried.contains(&Failure::Timeout));
         assert_eq!(get(s, "backoff.base").as_str(), Some("100ms"));
         assert_eq!(get(s, "backoff.cap").as_str(), Some("1s"));
-        assert_eq!(get(s, "budget").to_string(), r#"{ kind = "concurrency", min_concurrency = 5, percent = 25.0 }"#);
+        assert_eq!(
+            get(s, "budget").to_string(),
+            r#"{ kind = "concurrency", min_concurrency = 5, percent = 25.0 }"#
+        );
         assert!(i.notes.iter().any(|n| n.contains("max_connections")), "{:?}", i.notes);
         assert!(i.notes.iter().any(|n| n.contains("priority HIGH")), "{:?}", i.notes);
     }
 
     #[test]
     fn a_route_without_timeout_gets_envoys_15_s_and_unknown_fields_are_noted() {
-        let yaml = "cluster: backend\nretry_policy: {retry_on: connect-failure, num_retries: 2, retry_mystery: 1}\n";
+        let yaml =
+            "cluster: backend\nretry_policy: {retry_on: connect-failure, num_retries: 2, retry_mystery: 1}\n";
         let i = Envoy.import(yaml, "r").unwrap();
         assert_eq!(get(&i.strategy, "deadline").as_str(), Some("15s"));
         assert_eq!(get(&i.strategy, "retry_on").to_string(), r#"["connection-error"]"#);
-        assert!(i.notes.iter().any(|n| n.contains("unknown field retry_policy.retry_mystery")), "{:?}", i.notes);
+        assert!(
+            i.notes.iter().any(|n| n.contains("unknown field retry_policy.retry_mystery")),
+            "{:?}",
+            i.notes
+        );
     }
 
     #[test]
     fn what_retrysim_cannot_simulate_is_refused_naming_the_field() {
         let cases = [
-            ("retry_policy: {retry_on: 5xx, retry_priority: {name: envoy.retry_priorities.previous_priorities}}", "retry_policy.retry_priority"),
+            (
+                "retry_policy: {retry_on: 5xx, retry_priority: {name: envoy.retry_priorities.previous_priorities}}",
+                "retry_policy.retry_priority",
+            ),
             ("retry_policy: {retry_on: envoy-ratelimited}", "retry_policy.retry_on"),
-            ("retry_policy: {retry_on: 5xx, retry_host_predicate: [{name: envoy.retry_host_predicates.omit_canary_hosts}]}", "retry_policy.retry_host_predicate[0]"),
+            (
+                "retry_policy: {retry_on: 5xx, retry_host_predicate: [{name: envoy.retry_host_predicates.omit_canary_hosts}]}",
+                "retry_policy.retry_host_predicate[0]",
+            ),
             ("retry_policy: {retry_on: 5xx, per_try_idle_timeout: 1s}", "retry_policy.per_try_idle_timeout"),
         ];
         for (yaml, field_name) in cases {
@@ -899,7 +1129,11 @@ mod tests {
             ("retry_policy: {per_try_timeout: 250ms}", "retry_policy.per_try_timeout", "is not in seconds"),
             ("retry_policy: {num_retries: -1}", "retry_policy.num_retries", "out of range"),
             ("retry_policy: {retry_on: 6xx}", "retry_policy.retry_on", "unknown retry condition"),
-            ("retry_policy: {retry_back_off: {base_interval: 1s, max_interval: 0.5s}}", "retry_policy.retry_back_off.max_interval", "below"),
+            (
+                "retry_policy: {retry_back_off: {base_interval: 1s, max_interval: 0.5s}}",
+                "retry_policy.retry_back_off.max_interval",
+                "below",
+            ),
         ];
         for (yaml, field_name, problem_text) in bad_input {
             match Envoy.import(yaml, "x") {
@@ -948,7 +1182,9 @@ retry_other_replica = false
     #[test]
     fn import_of_export_is_the_strategy_key_by_key() {
         let mut all_5xx = strategy(EXPRESSIBLE[0]);
-        let set: BTreeSet<Failure> = server_errors().chain([Failure::Status(429), Failure::Timeout, Failure::ConnectionError]).collect();
+        let set: BTreeSet<Failure> = server_errors()
+            .chain([Failure::Status(429), Failure::Timeout, Failure::ConnectionError])
+            .collect();
         all_5xx.insert("retry_on".into(), retry_on_value(&set));
         all_5xx.insert("name".into(), toml::Value::String("d".into()));
         let mut tables: Vec<Table> = EXPRESSIBLE.iter().map(|t| strategy(t)).collect();
@@ -976,7 +1212,9 @@ retry_other_replica = false
         let keys: Vec<&str> = out.dropped.iter().map(|d| d.split(':').next().unwrap()).collect();
         assert_eq!(keys, ["breaker", "backoff"]);
         assert!(out.text.contains("dropped (--lossy)") && out.text.contains("#   breaker:"), "{}", out.text);
-        let timeout_alone = strategy("name = \"t\"\nmax_attempts = 2\nretry_on = [\"timeout\"]\nbackoff = { kind = \"full-jitter\", base = \"25ms\", cap = \"250ms\" }");
+        let timeout_alone = strategy(
+            "name = \"t\"\nmax_attempts = 2\nretry_on = [\"timeout\"]\nbackoff = { kind = \"full-jitter\", base = \"25ms\", cap = \"250ms\" }",
+        );
         let e = Envoy.export(&timeout_alone, false).unwrap_err();
         assert!(matches!(&e, InteropError::Inexpressible { key, .. } if key == "retry_on"), "{e}");
     }

@@ -28,7 +28,8 @@ pub struct Istio;
 const KIND: &str = "istio";
 
 /// Istio's default `retryOn` (reference §3h: `DefaultPolicy` in pilot's retry.go).
-pub const DEFAULT_RETRY_ON: &str = "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes";
+pub const DEFAULT_RETRY_ON: &str =
+    "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes";
 /// Istio's default retriable status codes (reference §3h).
 pub const DEFAULT_STATUS_CODES: &[u16] = &[503];
 /// Istio's default number of retries (reference §3h).
@@ -63,23 +64,40 @@ fn spec(docs: &[Value]) -> Result<(String, &Mapping), InteropError> {
         .filter(|(_, m)| field(m, "kind").and_then(Value::as_str) == Some("VirtualService"))
         .collect();
     if services.len() > 1 {
-        return Err(bad(KIND, "kind", format!("the file has {} VirtualServices", services.len()), "keep the one to simulate"));
+        return Err(bad(
+            KIND,
+            "kind",
+            format!("the file has {} VirtualServices", services.len()),
+            "keep the one to simulate",
+        ));
     }
     if let Some((_, vs)) = services.first() {
         let Some(spec) = field(vs, "spec") else {
-            return Err(bad(KIND, "spec", "is missing", "give the VirtualService's spec with its http routes"));
+            return Err(bad(
+                KIND,
+                "spec",
+                "is missing",
+                "give the VirtualService's spec with its http routes",
+            ));
         };
         return Ok(("spec".into(), mapping(KIND, "spec", spec)?));
     }
     for d in docs.iter().filter_map(Value::as_mapping) {
-        if let Some(spec) = field(d, "spec").and_then(Value::as_mapping).filter(|s| field(s, "http").is_some()) {
+        if let Some(spec) =
+            field(d, "spec").and_then(Value::as_mapping).filter(|s| field(s, "http").is_some())
+        {
             return Ok(("spec".into(), spec));
         }
         if field(d, "http").is_some() {
             return Ok((String::new(), d));
         }
     }
-    Err(bad(KIND, "spec.http", "the file has no VirtualService http routes", "give a VirtualService (kind: VirtualService) with spec.http"))
+    Err(bad(
+        KIND,
+        "spec.http",
+        "the file has no VirtualService http routes",
+        "give a VirtualService (kind: VirtualService) with spec.http",
+    ))
 }
 
 fn import(text: &str, name: &str) -> Result<Imported, InteropError> {
@@ -90,7 +108,8 @@ fn import(text: &str, name: &str) -> Result<Imported, InteropError> {
         Some(Value::Sequence(r)) if !r.is_empty() => r,
         _ => return Err(bad(KIND, &http_path, "is missing or empty", "give at least one http route")),
     };
-    let settings = |r: &Value| r.as_mapping().map(|m| (field(m, "retries").cloned(), field(m, "timeout").cloned()));
+    let settings =
+        |r: &Value| r.as_mapping().map(|m| (field(m, "retries").cloned(), field(m, "timeout").cloned()));
     if let Some(i) = routes.iter().position(|r| settings(r) != settings(&routes[0])) {
         return Err(bad(
             KIND,
@@ -131,7 +150,12 @@ fn import(text: &str, name: &str) -> Result<Imported, InteropError> {
 }
 
 /// `retries` into the strategy, with Istio's defaults where it leaves fields out.
-fn read_retries(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_retries(
+    v: Option<&Value>,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     let empty = Mapping::new();
     let r = match v {
         None => {
@@ -155,7 +179,10 @@ fn read_retries(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut
         (None, _) => DEFAULT_ATTEMPTS,
         (Some(_), Some(a)) => yaml::integer(KIND, &at("attempts"), a, 0, i64::from(i32::MAX))?,
         (Some(_), None) => {
-            notes.push(format!("{}: absent, so 0: Istio turns retries off (docs/retry-policies.md §3h)", at("attempts")));
+            notes.push(format!(
+                "{}: absent, so 0: Istio turns retries off (docs/retry-policies.md §3h)",
+                at("attempts")
+            ));
             0
         }
     };
@@ -180,7 +207,14 @@ fn read_retries(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut
             }
             (DEFAULT_RETRY_ON.split(',').map(str::to_string).collect(), DEFAULT_STATUS_CODES.to_vec())
         }
-        Some(other) => return Err(bad(KIND, &at("retryOn"), format!("{} is not a string", yaml::show(other)), "write the conditions comma-separated, e.g. \"5xx,connect-failure\"")),
+        Some(other) => {
+            return Err(bad(
+                KIND,
+                &at("retryOn"),
+                format!("{} is not a string", yaml::show(other)),
+                "write the conditions comma-separated, e.g. \"5xx,connect-failure\"",
+            ));
+        }
     };
     let list: Vec<&str> = conditions.iter().map(String::as_str).collect();
     let set = envoy::conditions(&at("retryOn"), &list, &codes, notes)?;
@@ -195,7 +229,12 @@ fn read_retries(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut
     if let Some(t) = field(r, "perTryTimeout") {
         let t = yaml::go_duration(KIND, &at("perTryTimeout"), t)?;
         if t < Span::from_millis(1) {
-            return Err(bad(KIND, &at("perTryTimeout"), "is below 1ms", "Istio requires perTryTimeout >= 1ms"));
+            return Err(bad(
+                KIND,
+                &at("perTryTimeout"),
+                "is below 1ms",
+                "Istio requires perTryTimeout >= 1ms",
+            ));
         }
         strategy.insert("timeout".into(), duration_value(t));
     }
@@ -210,8 +249,13 @@ fn read_retries(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut
     let base = match field(r, "backoff") {
         Some(b) => {
             let base = yaml::go_duration(KIND, &at("backoff"), b)?;
-            if base < Span::from_millis(1) || base.as_ns() % 1_000_000 != 0 {
-                return Err(bad(KIND, &at("backoff"), "is not a whole number of milliseconds >= 1ms", "Envoy reads the base in milliseconds: round it"));
+            if base < Span::from_millis(1) || !base.as_ns().is_multiple_of(1_000_000) {
+                return Err(bad(
+                    KIND,
+                    &at("backoff"),
+                    "is not a whole number of milliseconds >= 1ms",
+                    "Envoy reads the base in milliseconds: round it",
+                ));
             }
             base
         }
@@ -220,12 +264,23 @@ fn read_retries(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut
             DEFAULT_BASE
         }
     };
-    strategy.insert("backoff".into(), envoy::backoff_value(base, Span::from_ns(base.as_ns() * DEFAULT_CAP_FACTOR)));
+    strategy.insert(
+        "backoff".into(),
+        envoy::backoff_value(base, Span::from_ns(base.as_ns() * DEFAULT_CAP_FACTOR)),
+    );
     Ok(())
 }
 
 /// The keys an Istio export carries.
-const CARRIED: &[&str] = &["max_attempts", "timeout", "deadline", "retry_on", "backoff", "retry_other_replica", "host_selection_retry_max_attempts"];
+const CARRIED: &[&str] = &[
+    "max_attempts",
+    "timeout",
+    "deadline",
+    "retry_on",
+    "backoff",
+    "retry_other_replica",
+    "host_selection_retry_max_attempts",
+];
 
 fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
     let s = Strategy { kind: KIND, table };
@@ -237,7 +292,10 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
     };
     match s.int("max_attempts")? {
         Some(n) => put("attempts", Value::from(n - 1)),
-        None => loss.cannot("max_attempts", "Istio's attempts is a number; an unlimited max_attempts cannot be said")?,
+        None => loss.cannot(
+            "max_attempts",
+            "Istio's attempts is a number; an unlimited max_attempts cannot be said",
+        )?,
     }
     if let Some(t) = s.span("timeout")? {
         if t < Span::from_millis(1) {
@@ -247,12 +305,16 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         }
     }
     let (conditions, codes) = envoy::conditions_for(&s.retry_on()?, &mut loss)?;
-    let parts: Vec<String> = conditions.iter().map(|c| c.to_string()).chain(codes.iter().map(u16::to_string)).collect();
+    let parts: Vec<String> =
+        conditions.iter().map(|c| c.to_string()).chain(codes.iter().map(u16::to_string)).collect();
     put("retryOn", string(parts.join(",")));
     let previous_hosts = s.flag("retry_other_replica");
     put("retryIgnorePreviousHosts", Value::Bool(previous_hosts));
     if previous_hosts && s.int("host_selection_retry_max_attempts")?.unwrap_or(1) != HOST_SELECTIONS {
-        loss.cannot("host_selection_retry_max_attempts", "Istio always makes 5 host selections with previous hosts")?;
+        loss.cannot(
+            "host_selection_retry_max_attempts",
+            "Istio always makes 5 host selections with previous hosts",
+        )?;
     }
     if let Some((base, _)) = envoy::export_backoff(&s, &mut loss, true)?
         && base != DEFAULT_BASE
@@ -261,7 +323,10 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
     }
     let host = dns_label(s.str("name").unwrap_or("service"));
     let mut route = Mapping::new();
-    route.insert(string("route"), Value::Sequence(vec![map([("destination", map([("host", string(host.clone()))]))])]));
+    route.insert(
+        string("route"),
+        Value::Sequence(vec![map([("destination", map([("host", string(host.clone()))]))])]),
+    );
     if let Some(d) = s.span("deadline")? {
         route.insert(string("timeout"), string(yaml::go_duration_text(d)));
     }
@@ -270,7 +335,13 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         ("apiVersion", string("networking.istio.io/v1")),
         ("kind", string("VirtualService")),
         ("metadata", map([("name", string(host.clone()))])),
-        ("spec", map([("hosts", Value::Sequence(vec![string(host)])), ("http", Value::Sequence(vec![Value::Mapping(route)]))])),
+        (
+            "spec",
+            map([
+                ("hosts", Value::Sequence(vec![string(host)])),
+                ("http", Value::Sequence(vec![Value::Mapping(route)])),
+            ]),
+        ),
     ]);
     let header = format!(
         "# Istio VirtualService of retrysim strategy \"{}\" (docs/config-files.md): replace the host\n\
@@ -327,9 +398,16 @@ spec:
         assert_eq!(get(s, "retry_on").to_string(), r#"[502, 503, 504, "timeout", "connection-error"]"#);
         assert_eq!(get(s, "retry_other_replica").as_bool(), Some(true));
         assert_eq!(get(s, "host_selection_retry_max_attempts").as_integer(), Some(5));
-        assert_eq!(get(s, "backoff").to_string(), r#"{ base = "25ms", cap = "250ms", kind = "full-jitter", multiplier = 2.0 }"#);
+        assert_eq!(
+            get(s, "backoff").to_string(),
+            r#"{ base = "25ms", cap = "250ms", kind = "full-jitter", multiplier = 2.0 }"#
+        );
         assert!(s.get("deadline").is_none() && s.get("budget").is_none());
-        assert!(i.notes.iter().any(|n| n.contains("refused-stream") && n.contains("no effect")), "{:?}", i.notes);
+        assert!(
+            i.notes.iter().any(|n| n.contains("refused-stream") && n.contains("no effect")),
+            "{:?}",
+            i.notes
+        );
         assert!(i.notes.iter().any(|n| n.contains("§3h")), "{:?}", i.notes);
     }
 
@@ -352,7 +430,10 @@ spec:
         assert_eq!(get(&Istio.import(off, "o").unwrap().strategy, "max_attempts").as_integer(), Some(1));
         let remote = "spec:\n  http:\n  - retries: {attempts: 2, retryRemoteLocalities: true}\n";
         let e = Istio.import(remote, "r").unwrap_err();
-        assert!(matches!(&e, InteropError::Unrepresentable { field, .. } if field == "spec.http[0].retries.retryRemoteLocalities"), "{e}");
+        assert!(
+            matches!(&e, InteropError::Unrepresentable { field, .. } if field == "spec.http[0].retries.retryRemoteLocalities"),
+            "{e}"
+        );
         let unitless = "spec:\n  http:\n  - retries: {attempts: 2, perTryTimeout: 2}\n";
         let e = Istio.import(unitless, "u").unwrap_err().to_string();
         assert!(e.contains("spec.http[0].retries.perTryTimeout: 2 has no unit"), "{e}");

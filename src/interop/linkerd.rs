@@ -55,34 +55,66 @@ fn import(text: &str, name: &str) -> Result<Imported, InteropError> {
         .filter(|m| field(m, "kind").and_then(Value::as_str) == Some("ServiceProfile"))
         .collect();
     if profiles.len() > 1 {
-        return Err(bad(KIND, "kind", format!("the file has {} ServiceProfiles", profiles.len()), "keep the one to simulate"));
+        return Err(bad(
+            KIND,
+            "kind",
+            format!("the file has {} ServiceProfiles", profiles.len()),
+            "keep the one to simulate",
+        ));
     }
     let (path, spec) = match profiles.first() {
-        Some(p) => ("spec", mapping(KIND, "spec", field(p, "spec").ok_or_else(|| bad(KIND, "spec", "is missing", "give the ServiceProfile's spec"))?)?),
+        Some(p) => (
+            "spec",
+            mapping(
+                KIND,
+                "spec",
+                field(p, "spec")
+                    .ok_or_else(|| bad(KIND, "spec", "is missing", "give the ServiceProfile's spec"))?,
+            )?,
+        ),
         None => {
-            let profile_like = |m: &&Mapping| field(m, "routes").is_some() || field(m, "retryBudget").is_some();
+            let profile_like =
+                |m: &&Mapping| field(m, "routes").is_some() || field(m, "retryBudget").is_some();
             let maps = || docs.iter().filter_map(Value::as_mapping);
             let spec = maps().filter_map(|m| field(m, "spec").and_then(Value::as_mapping)).find(profile_like);
             match (spec, maps().find(profile_like)) {
                 (Some(m), _) => ("spec", m),
                 (None, Some(m)) => ("", m),
-                (None, None) => return Err(bad(KIND, "spec", "the file has no ServiceProfile", "give a ServiceProfile (kind: ServiceProfile) with its spec")),
+                (None, None) => {
+                    return Err(bad(
+                        KIND,
+                        "spec",
+                        "the file has no ServiceProfile",
+                        "give a ServiceProfile (kind: ServiceProfile) with its spec",
+                    ));
+                }
             }
         }
     };
     let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     let mut notes = Vec::new();
-    yaml::unknown_fields(spec, &["routes", "retryBudget", "dstOverrides", "opaquePorts"], if path.is_empty() { "spec" } else { path }, &mut notes);
+    yaml::unknown_fields(
+        spec,
+        &["routes", "retryBudget", "dstOverrides", "opaquePorts"],
+        if path.is_empty() { "spec" } else { path },
+        &mut notes,
+    );
     for other in ["dstOverrides", "opaquePorts"] {
         if field(spec, other).is_some() {
-            notes.push(format!("{}: traffic splitting or protocol detection, not retries: not simulated", at(other)));
+            notes.push(format!(
+                "{}: traffic splitting or protocol detection, not retries: not simulated",
+                at(other)
+            ));
         }
     }
     let mut strategy = Table::new();
     strategy.insert("name".into(), toml::Value::String(name.to_string()));
     let retried: BTreeSet<Failure> = server_errors().collect();
     strategy.insert("retry_on".into(), retry_on_value(&retried));
-    strategy.insert("backoff".into(), toml::Value::Table(Table::from_iter([("kind".to_string(), toml::Value::String("none".into()))])));
+    strategy.insert(
+        "backoff".into(),
+        toml::Value::Table(Table::from_iter([("kind".to_string(), toml::Value::String("none".into()))])),
+    );
     notes.push("Linkerd retries the 5xx answers of a retryable route, at once: retry_on = 500..599, backoff none (docs/retry-policies.md §3b)".to_string());
     read_routes(field(spec, "routes"), &at("routes"), &mut strategy, &mut notes)?;
     read_budget(field(spec, "retryBudget"), &at("retryBudget"), &mut strategy, &mut notes)?;
@@ -90,7 +122,12 @@ fn import(text: &str, name: &str) -> Result<Imported, InteropError> {
 }
 
 /// `routes`: every route must retry and time out alike (a strategy is one policy).
-fn read_routes(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_routes(
+    v: Option<&Value>,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     let routes: &[Value] = match v {
         None => &[],
         Some(Value::Sequence(r)) => r,
@@ -101,7 +138,8 @@ fn read_routes(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut 
         strategy.insert("max_attempts".into(), toml::Value::Integer(1));
         return Ok(());
     };
-    let settings = |r: &Value| r.as_mapping().map(|m| (field(m, "isRetryable").cloned(), field(m, "timeout").cloned()));
+    let settings =
+        |r: &Value| r.as_mapping().map(|m| (field(m, "isRetryable").cloned(), field(m, "timeout").cloned()));
     if let Some(i) = routes.iter().position(|r| settings(r) != settings(first)) {
         return Err(bad(
             KIND,
@@ -112,7 +150,12 @@ fn read_routes(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut 
     }
     let route_path = format!("{path}[0]");
     let route = mapping(KIND, &route_path, first)?;
-    yaml::unknown_fields(route, &["name", "condition", "responseClasses", "isRetryable", "timeout"], &route_path, notes);
+    yaml::unknown_fields(
+        route,
+        &["name", "condition", "responseClasses", "isRetryable", "timeout"],
+        &route_path,
+        notes,
+    );
     if field(route, "responseClasses").is_some() {
         return Err(InteropError::Unrepresentable {
             kind: KIND,
@@ -123,7 +166,9 @@ fn read_routes(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut 
     let retryable = match field(route, "isRetryable") {
         Some(b) => yaml::boolean(KIND, &format!("{route_path}.isRetryable"), b)?,
         None => {
-            notes.push(format!("default applied: {route_path}.isRetryable = false (docs/retry-policies.md §3b)"));
+            notes.push(format!(
+                "default applied: {route_path}.isRetryable = false (docs/retry-policies.md §3b)"
+            ));
             false
         }
     };
@@ -151,7 +196,12 @@ fn read_routes(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut 
 }
 
 /// `retryBudget` into a `ratio` budget (Finagle's, which Linkerd's proxy ports).
-fn read_budget(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut Vec<String>) -> Result<(), InteropError> {
+fn read_budget(
+    v: Option<&Value>,
+    path: &str,
+    strategy: &mut Table,
+    notes: &mut Vec<String>,
+) -> Result<(), InteropError> {
     let empty = Mapping::new();
     let b = match v {
         Some(v) => mapping(KIND, path, v)?,
@@ -185,7 +235,12 @@ fn read_budget(v: Option<&Value>, path: &str, strategy: &mut Table, notes: &mut 
             let at = format!("{path}.ttl");
             let t = yaml::go_duration(KIND, &at, t)?;
             if t < TTL_RANGE.0 || t > TTL_RANGE.1 {
-                return Err(bad(KIND, &at, format!("\"{}\" is out of range", yaml::go_duration_text(t)), "the proxy accepts a ttl from 1s to 60s"));
+                return Err(bad(
+                    KIND,
+                    &at,
+                    format!("\"{}\" is out of range", yaml::go_duration_text(t)),
+                    "the proxy accepts a ttl from 1s to 60s",
+                ));
             }
             t
         }
@@ -222,7 +277,10 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         }
     };
     if retryable && s.retry_on()? != server_errors().collect::<BTreeSet<_>>() {
-        loss.cannot("retry_on", "Linkerd retries the 5xx answers of a retryable route (500..599), nothing else")?;
+        loss.cannot(
+            "retry_on",
+            "Linkerd retries the 5xx answers of a retryable route (500..599), nothing else",
+        )?;
     }
     let mut route = Mapping::new();
     route.insert(string("name"), string("every request"));
@@ -232,7 +290,10 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         Some(d) => {
             route.insert(string("timeout"), string(yaml::go_duration_text(d)));
         }
-        None => loss.cannot("deadline", "a Linkerd route always has a timeout (10s when left out); no deadline cannot be said")?,
+        None => loss.cannot(
+            "deadline",
+            "a Linkerd route always has a timeout (10s when left out); no deadline cannot be said",
+        )?,
     }
     let mut spec = Mapping::new();
     spec.insert(string("routes"), Value::Sequence(vec![Value::Mapping(route)]));
@@ -258,7 +319,13 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
     let doc = map([
         ("apiVersion", string("linkerd.io/v1alpha2")),
         ("kind", string("ServiceProfile")),
-        ("metadata", map([("name", string(format!("{service}.default.svc.cluster.local"))), ("namespace", string("default"))])),
+        (
+            "metadata",
+            map([
+                ("name", string(format!("{service}.default.svc.cluster.local"))),
+                ("namespace", string("default")),
+            ]),
+        ),
         ("spec", Value::Mapping(spec)),
     ]);
     let header = format!(
@@ -306,18 +373,30 @@ spec:
         assert!(s.get("max_attempts").is_none(), "retries bounded by the budget and the timeout only");
         assert_eq!(s["deadline"].as_str(), Some("300ms"));
         assert_eq!(s["backoff"].to_string(), r#"{ kind = "none" }"#);
-        assert_eq!(s["budget"].to_string(), r#"{ kind = "ratio", min_per_second = 10.0, ratio = 0.2, ttl = "10s" }"#);
+        assert_eq!(
+            s["budget"].to_string(),
+            r#"{ kind = "ratio", min_per_second = 10.0, ratio = 0.2, ttl = "10s" }"#
+        );
         assert_eq!(Strategy { kind: KIND, table: s }.retry_on().unwrap().len(), 100);
     }
 
     #[test]
     fn defaults_apply_when_the_profile_leaves_them_out() {
-        let i = Linkerd.import("kind: ServiceProfile\nspec:\n  routes:\n  - name: all\n    condition: {pathRegex: .*}\n", "d").unwrap();
+        let i = Linkerd
+            .import(
+                "kind: ServiceProfile\nspec:\n  routes:\n  - name: all\n    condition: {pathRegex: .*}\n",
+                "d",
+            )
+            .unwrap();
         assert_eq!(i.strategy["max_attempts"].as_integer(), Some(1), "isRetryable defaults to false");
         assert_eq!(i.strategy["deadline"].as_str(), Some("10s"));
         assert_eq!(i.strategy["budget"]["ttl"].as_str(), Some("10s"));
         for field_name in ["isRetryable = false", "timeout = 10s", "retryBudget retryRatio 0.2"] {
-            assert!(i.notes.iter().any(|n| n.contains(field_name) && n.contains("§3b")), "{field_name}: {:?}", i.notes);
+            assert!(
+                i.notes.iter().any(|n| n.contains(field_name) && n.contains("§3b")),
+                "{field_name}: {:?}",
+                i.notes
+            );
         }
     }
 
@@ -328,7 +407,10 @@ spec:
             ("spec:\n  retryBudget: {ttl: 10}\n", "spec.retryBudget.ttl"),
             ("spec:\n  retryBudget: {retryRatio: -1}\n", "spec.retryBudget.retryRatio"),
             ("spec:\n  routes: [{isRetryable: true}, {isRetryable: false}]\n", "spec.routes[1]"),
-            ("spec:\n  routes: [{isRetryable: true, responseClasses: [{condition: {status: {min: 500}}, isFailure: true}]}]\n", "spec.routes[0].responseClasses"),
+            (
+                "spec:\n  routes: [{isRetryable: true, responseClasses: [{condition: {status: {min: 500}}, isFailure: true}]}]\n",
+                "spec.routes[0].responseClasses",
+            ),
         ];
         for (yaml, field_name) in cases {
             match Linkerd.import(yaml, "x") {
@@ -357,7 +439,9 @@ spec:
 
     #[test]
     fn a_backoff_or_an_attempt_limit_is_refused_without_lossy_and_listed_with_it() {
-        let s = strategy("name = \"x\"\nmax_attempts = 3\nretry_on = [503]\ndeadline = \"1s\"\nbackoff = { kind = \"exponential\", base = \"10ms\" }\nbudget = { kind = \"ratio\" }");
+        let s = strategy(
+            "name = \"x\"\nmax_attempts = 3\nretry_on = [503]\ndeadline = \"1s\"\nbackoff = { kind = \"exponential\", base = \"10ms\" }\nbudget = { kind = \"ratio\" }",
+        );
         let e = Linkerd.export(&s, false).unwrap_err();
         assert!(matches!(&e, InteropError::Inexpressible { key, .. } if key == "backoff"), "{e}");
         let out = Linkerd.export(&s, true).unwrap();

@@ -35,7 +35,12 @@ pub fn unknown_fields(map: &Mapping, known: &[&str], path: &str, notes: &mut Vec
 }
 
 /// A field error of `kind` at `field`.
-pub fn bad(kind: &'static str, field: &str, problem: impl Into<String>, fix: impl Into<String>) -> InteropError {
+pub fn bad(
+    kind: &'static str,
+    field: &str,
+    problem: impl Into<String>,
+    fix: impl Into<String>,
+) -> InteropError {
     InteropError::Field { kind, field: field.to_string(), problem: problem.into(), fix: fix.into() }
 }
 
@@ -48,8 +53,18 @@ pub fn mapping<'a>(kind: &'static str, path: &str, v: &'a Value) -> Result<&'a M
 pub fn integer(kind: &'static str, path: &str, v: &Value, min: i64, max: i64) -> Result<i64, InteropError> {
     match v.as_i64() {
         Some(i) if (min..=max).contains(&i) => Ok(i),
-        Some(i) => Err(bad(kind, path, format!("{i} is out of range"), format!("use a whole number from {min} to {max}"))),
-        None => Err(bad(kind, path, format!("{} is not a whole number", show(v)), format!("use a whole number from {min} to {max}"))),
+        Some(i) => Err(bad(
+            kind,
+            path,
+            format!("{i} is out of range"),
+            format!("use a whole number from {min} to {max}"),
+        )),
+        None => Err(bad(
+            kind,
+            path,
+            format!("{} is not a whole number", show(v)),
+            format!("use a whole number from {min} to {max}"),
+        )),
     }
 }
 
@@ -57,14 +72,22 @@ pub fn integer(kind: &'static str, path: &str, v: &Value, min: i64, max: i64) ->
 pub fn number(kind: &'static str, path: &str, v: &Value, min: f64, max: f64) -> Result<f64, InteropError> {
     match v.as_f64() {
         Some(x) if x.is_finite() && (min..=max).contains(&x) => Ok(x),
-        Some(x) => Err(bad(kind, path, format!("{x} is out of range"), format!("use a number from {min} to {max}"))),
-        None => Err(bad(kind, path, format!("{} is not a number", show(v)), format!("use a number from {min} to {max}"))),
+        Some(x) => {
+            Err(bad(kind, path, format!("{x} is out of range"), format!("use a number from {min} to {max}")))
+        }
+        None => Err(bad(
+            kind,
+            path,
+            format!("{} is not a number", show(v)),
+            format!("use a number from {min} to {max}"),
+        )),
     }
 }
 
 /// A boolean.
 pub fn boolean(kind: &'static str, path: &str, v: &Value) -> Result<bool, InteropError> {
-    v.as_bool().ok_or_else(|| bad(kind, path, format!("{} is not true or false", show(v)), "write true or false"))
+    v.as_bool()
+        .ok_or_else(|| bad(kind, path, format!("{} is not true or false", show(v)), "write true or false"))
 }
 
 /// A value as it reads in a message.
@@ -87,7 +110,12 @@ pub fn proto_duration(kind: &'static str, path: &str, v: &Value) -> Result<Span,
     }
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
     let digits = |d: &str| d.chars().all(|c| c.is_ascii_digit());
-    if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 9 || (number.contains('.') && fraction.is_empty()) {
+    if whole.is_empty()
+        || !digits(whole)
+        || !digits(fraction)
+        || fraction.len() > 9
+        || (number.contains('.') && fraction.is_empty())
+    {
         return Err(bad(kind, path, format!("\"{text}\" is not a duration"), fix));
     }
     let secs: u64 = whole.parse().map_err(|_| bad(kind, path, format!("\"{text}\" is too long"), fix))?;
@@ -142,24 +170,17 @@ pub fn go_duration(kind: &'static str, path: &str, v: &Value) -> Result<Span, In
             "" => return Err(bad(kind, path, format!("\"{text}\" has no unit"), fix)),
             other => return Err(bad(kind, path, format!("\"{text}\" has an unknown unit \"{other}\""), fix)),
         };
-        let x: f64 = number.parse().map_err(|_| bad(kind, path, format!("\"{text}\" is not a duration"), fix))?;
+        let x: f64 =
+            number.parse().map_err(|_| bad(kind, path, format!("\"{text}\" is not a duration"), fix))?;
         total += x * scale;
         rest = next;
     }
     Ok(Span::from_ns_f64(total))
 }
 
-/// A span as a Go duration in the largest of s, ms, us, ns that states it exactly (`"2s"`,
-/// `"250ms"`).
+/// A span as a Go duration: [`super::duration_text`]'s spelling (`"2s"`, `"250ms"`) is one.
 pub fn go_duration_text(span: Span) -> String {
-    let ns = span.as_ns();
-    match ns {
-        0 => "0s".to_string(),
-        _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
-        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
-        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
-        _ => format!("{ns}ns"),
-    }
+    super::duration_text(span)
 }
 
 /// A mapping built in order (`serde_yaml_ng` keeps insertion order when it writes).

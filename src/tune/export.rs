@@ -32,14 +32,19 @@ pub fn exports(t: &Tuner) -> Result<Vec<ExportFile>, String> {
     {
         *entry = Value::Table(t.spec.strategy_table(&values));
     }
-    let strategy = effective_strategy(&tree, &t.spec.strategy_name, t.spec.origin()).map_err(|e| e.to_string())?;
+    let strategy =
+        effective_strategy(&tree, &t.spec.strategy_name, t.spec.origin()).map_err(|e| e.to_string())?;
     t.spec
         .export
         .iter()
         .map(|kind| {
             let format = interop::format(kind).map_err(|e| e.to_string())?;
             let exported = format.export(&strategy, true).map_err(|e| e.to_string())?;
-            Ok(ExportFile { file: format!("recommendation.{}", format.extension()), kind: kind.clone(), exported })
+            Ok(ExportFile {
+                file: format!("recommendation.{}", format.extension()),
+                kind: kind.clone(),
+                exported,
+            })
         })
         .collect()
 }

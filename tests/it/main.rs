@@ -24,6 +24,7 @@ mod docs;
 mod eta;
 mod fit;
 mod hedging;
+mod interop;
 mod layers;
 mod limits;
 mod memory;

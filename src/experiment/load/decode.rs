@@ -131,8 +131,13 @@ pub fn effective_strategy(tree: &Table, name: &str, origin: &str) -> R<Table> {
     let names = strategy_names(tree);
     let Some(index) = names.iter().position(|n| *n == Some(name)) else {
         let known = names.iter().flatten().copied();
-        let hint = closest(name, known.clone()).map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default();
-        return Err(invalid(origin, "--strategy", format!("no strategy named \"{name}\"{hint}; the strategies are: {}", list(known))));
+        let hint =
+            closest(name, known.clone()).map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default();
+        return Err(invalid(
+            origin,
+            "--strategy",
+            format!("no strategy named \"{name}\"{hint}; the strategies are: {}", list(known)),
+        ));
     };
     let key = strategy_key(&names, index);
     let mut merged = Value::Table(merged_strategy(tree, index).unwrap_or_default());
@@ -141,7 +146,8 @@ pub fn effective_strategy(tree: &Table, name: &str, origin: &str) -> R<Table> {
     checker.table(&key, &CLIENT, &mut merged)?;
     let Value::Table(mut table) = merged else { unreachable!("checked as a table") };
     table.entry("retry_on").or_insert_with(|| {
-        let mut all: Vec<Value> = DEFAULT_RETRY_STATUSES.iter().map(|s| Value::Integer(i64::from(*s))).collect();
+        let mut all: Vec<Value> =
+            DEFAULT_RETRY_STATUSES.iter().map(|s| Value::Integer(i64::from(*s))).collect();
         all.extend(["timeout", "connection-error"].map(|f| Value::String(f.to_owned())));
         Value::Array(all)
     });

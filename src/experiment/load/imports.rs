@@ -20,7 +20,9 @@ pub(super) type ImportedFiles = Vec<String>;
 /// implies are added where the file does not set them.
 pub(super) fn expand(tree: &mut Table, dir: &Path, origin: &str) -> Result<ImportedFiles, ConfigError> {
     let names: Vec<Option<String>> = match tree.get("strategies") {
-        Some(Value::Array(items)) => items.iter().map(|s| s.get("name").and_then(Value::as_str).map(str::to_owned)).collect(),
+        Some(Value::Array(items)) => {
+            items.iter().map(|s| s.get("name").and_then(Value::as_str).map(str::to_owned)).collect()
+        }
         _ => return Ok(Vec::new()),
     };
     let shown = |i: usize| strategy_key(&names.iter().map(Option::as_deref).collect::<Vec<_>>(), i);
@@ -33,13 +35,23 @@ pub(super) fn expand(tree: &mut Table, dir: &Path, origin: &str) -> Result<Impor
         let Some(spec) = own.remove("import") else { continue };
         let key = format!("{}.import", shown(i));
         let (kind, file) = import_spec(&spec, &key, origin)?;
-        let format = interop::format(&kind).map_err(|e| invalid(origin, &format!("{key}.kind"), e.to_string()))?;
+        let format =
+            interop::format(&kind).map_err(|e| invalid(origin, &format!("{key}.kind"), e.to_string()))?;
         let path = dir.join(&file);
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            invalid(origin, &format!("{key}.file"), format!("cannot read {}: {e} (a relative path is read from the experiment file's folder)", path.display()))
+            invalid(
+                origin,
+                &format!("{key}.file"),
+                format!(
+                    "cannot read {}: {e} (a relative path is read from the experiment file's folder)",
+                    path.display()
+                ),
+            )
         })?;
         let name = names[i].clone().unwrap_or_default();
-        let imported = format.import(&text, &name).map_err(|e| invalid(origin, &key, format!("{}: {e}", path.display())))?;
+        let imported = format
+            .import(&text, &name)
+            .map_err(|e| invalid(origin, &key, format!("{}: {e}", path.display())))?;
         let mut expanded = imported.strategy;
         expanded.remove("name");
         merge(&mut expanded, own);
@@ -53,7 +65,10 @@ pub(super) fn expand(tree: &mut Table, dir: &Path, origin: &str) -> Result<Impor
                     return Err(invalid(
                         origin,
                         &key,
-                        format!("{} implies server.{k} = {v}, another import {earlier}: set server.{k} in the file", path.display()),
+                        format!(
+                            "{} implies server.{k} = {v}, another import {earlier}: set server.{k} in the file",
+                            path.display()
+                        ),
                     ));
                 }
                 _ => {
@@ -74,14 +89,24 @@ pub(super) fn expand(tree: &mut Table, dir: &Path, origin: &str) -> Result<Impor
 /// `{ kind = "...", file = "..." }`, nothing else.
 fn import_spec(v: &Value, key: &str, origin: &str) -> Result<(String, String), ConfigError> {
     let kinds = interop::formats().iter().map(|f| f.kind()).collect::<Vec<_>>().join(", ");
-    let shape = || format!("write import = {{ kind = \"envoy\", file = \"route.yaml\" }} (kind one of {kinds}; file relative to the experiment file)");
+    let shape = || {
+        format!(
+            "write import = {{ kind = \"envoy\", file = \"route.yaml\" }} (kind one of {kinds}; file relative to the experiment file)"
+        )
+    };
     let Value::Table(t) = v else { return Err(invalid(origin, key, shape())) };
     if let Some(other) = t.keys().find(|k| *k != "kind" && *k != "file") {
         return Err(invalid(origin, &format!("{key}.{other}"), format!("unknown key; {}", shape())));
     }
     match (t.get("kind").and_then(Value::as_str), t.get("file").and_then(Value::as_str)) {
         (Some(kind), Some(file)) if !file.trim().is_empty() => Ok((kind.to_owned(), file.to_owned())),
-        (None, _) => Err(invalid(origin, &format!("{key}.kind"), format!("missing or not a string; {}", shape()))),
-        _ => Err(invalid(origin, &format!("{key}.file"), format!("missing, empty or not a string; {}", shape()))),
+        (None, _) => {
+            Err(invalid(origin, &format!("{key}.kind"), format!("missing or not a string; {}", shape())))
+        }
+        _ => Err(invalid(
+            origin,
+            &format!("{key}.file"),
+            format!("missing, empty or not a string; {}", shape()),
+        )),
     }
 }

@@ -346,7 +346,7 @@ pub static TUNE: Table = Table {
             "export",
             Ty::List(&Ty::Str),
             Value("[]"),
-            "production formats to write the recommendation in too, as recommendation.<kind>.<ext> beside recommendation.toml (envoy, istio, linkerd, ...; see `retrysim export`); what a format cannot express is dropped and said in the file and the summary",
+            "production formats to write the recommendation in too, beside recommendation.toml (`envoy` writes recommendation.envoy.yaml; istio, linkerd, ...: see `retrysim export`); what a format cannot express is dropped, and said in the file and the summary",
         )
         .rules("each a format `retrysim export` knows, once"),
     ],
@@ -1258,7 +1258,12 @@ pub static STRATEGY: Table = Table {
 pub static IMPORT: Table = Table {
     partial: false,
     fields: &[
-        f("kind", Ty::Str, Required, "the file's format, as `retrysim import KIND` names it (envoy, istio, linkerd, ...)"),
+        f(
+            "kind",
+            Ty::Str,
+            Required,
+            "the file's format, as `retrysim import KIND` names it (envoy, istio, linkerd, ...)",
+        ),
         f("file", Ty::Str, Required, "the file, relative to the experiment file"),
     ],
 };
