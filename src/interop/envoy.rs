@@ -831,9 +831,7 @@ const CARRIED: &[&str] = &[
 ];
 
 fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
-    let s = Strategy { kind: KIND, table };
-    let mut loss = Loss::new(KIND, lossy);
-    loss.only(&s, CARRIED, "Envoy's route and cluster")?;
+    let (s, mut loss) = Loss::begin(KIND, table, lossy, CARRIED, "Envoy's route and cluster")?;
     let mut policy = Mapping::new();
     let mut put = |k: &str, v: Value| {
         policy.insert(string(k), v);

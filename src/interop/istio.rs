@@ -283,9 +283,7 @@ const CARRIED: &[&str] = &[
 ];
 
 fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
-    let s = Strategy { kind: KIND, table };
-    let mut loss = Loss::new(KIND, lossy);
-    loss.only(&s, CARRIED, "an Istio VirtualService")?;
+    let (s, mut loss) = Loss::begin(KIND, table, lossy, CARRIED, "an Istio VirtualService")?;
     let mut retries = Mapping::new();
     let mut put = |k: &str, v: Value| {
         retries.insert(string(k), v);

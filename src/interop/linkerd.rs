@@ -262,9 +262,7 @@ fn read_budget(
 const CARRIED: &[&str] = &["max_attempts", "deadline", "retry_on", "backoff", "budget"];
 
 fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
-    let s = Strategy { kind: KIND, table };
-    let mut loss = Loss::new(KIND, lossy);
-    loss.only(&s, CARRIED, "a Linkerd ServiceProfile")?;
+    let (s, mut loss) = Loss::begin(KIND, table, lossy, CARRIED, "a Linkerd ServiceProfile")?;
     if s.str("backoff.kind") != Some("none") {
         loss.cannot("backoff", "Linkerd retries at once: it has no back-off")?;
     }

@@ -147,6 +147,22 @@ impl Loss {
         Loss { kind, lossy, dropped: Vec::new() }
     }
 
+    /// The start of every export: `table` read as a strategy of `kind`, and every key outside
+    /// `carried` that is not at its neutral value refused (or dropped), `target` naming what
+    /// has no such setting.
+    pub fn begin<'a>(
+        kind: &'static str,
+        table: &'a Table,
+        lossy: bool,
+        carried: &[&str],
+        target: &str,
+    ) -> Result<(Strategy<'a>, Loss), InteropError> {
+        let s = Strategy { kind, table };
+        let mut loss = Loss::new(kind, lossy);
+        loss.only(&s, carried, target)?;
+        Ok((s, loss))
+    }
+
     /// The target cannot carry `key`: refused, or (with `lossy`) recorded and left out.
     pub fn cannot(&mut self, key: &str, why: impl Into<String>) -> Result<(), InteropError> {
         let why = why.into();

@@ -16,7 +16,8 @@ fn retrysim() -> Command {
 }
 
 /// A small closed-loop experiment whose server fails a third of requests with 503, so that
-/// retries matter; `STRATEGIES` follow.
+/// retries matter (a network delay, so that Linkerd's immediate, unbounded retries advance
+/// simulated time); strategies follow.
 const BASE: &str = r#"name = "interop"
 seed = 3
 runs = 2
@@ -24,6 +25,8 @@ horizon = "5s"
 [workload]
 kind = "closed"
 clients = 50
+[network]
+latency = { dist = "constant", value = "1ms" }
 [server]
 concurrency = 8
 service_time = { dist = "exponential", mean = "5ms" }

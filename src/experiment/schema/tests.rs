@@ -239,6 +239,7 @@ confirm = 2
 confirm_runs = 4
 precision = 0.1
 seed = 9
+export = ["envoy"]
 [tune.space]
 "backoff.base" = ["1ms", "10ms"]
 max_attempts = [2, 3]
@@ -335,7 +336,14 @@ backoff = { kind = "constant", base = "1ms" }
          budget = { ratio = 0.05, capacity = 5.0 }, cancel_in_service = true, scope = \"shared\" }\n",
     );
     load_str(&hedged, "hedged.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}");
+    // A strategy read from a production config file (relative to the working directory here,
+    // the crate's root, since the origin has no folder).
+    let imported = constant.replace(
+        "name = \"c\"\n",
+        "name = \"c\"\nimport = { kind = \"envoy\", file = \"experiments/bring-your-config/envoy-route.yaml\" }\n",
+    );
+    load_str(&imported, "imported.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{imported}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;
