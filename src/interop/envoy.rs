@@ -4,7 +4,7 @@
 //! | Envoy | retrysim | source (docs/retry-policies.md) |
 //! |---|---|---|
 //! | `num_retries` (default 1) | `max_attempts = num_retries + 1` | §3f |
-//! | `retry_on`, `retriable_status_codes` | `retry_on` (see [`conditions`]) | §3g |
+//! | `retry_on`, `retriable_status_codes` | `retry_on` (each condition's outcomes, `conditions`) | §3g |
 //! | `per_try_timeout` | `timeout` | §3f |
 //! | route `timeout` (default 15 s, `0s` disables) | `deadline` | §3f |
 //! | `retry_back_off` (25 ms, max 10 x base) | `backoff = full-jitter`, multiplier 2 | §3f |

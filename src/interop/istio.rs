@@ -15,7 +15,7 @@
 //! | `retryRemoteLocalities: true` | refused: retrysim has no localities | §3h |
 
 use super::envoy::{self, DEFAULT_BASE, DEFAULT_CAP_FACTOR};
-use super::strategy::{Loss, Strategy, duration_value, retry_on_value};
+use super::strategy::{Loss, duration_value, retry_on_value};
 use super::yaml::{self, bad, documents, field, map, mapping, string};
 use super::{Exported, Format, Imported, InteropError};
 use crate::engine::Span;
@@ -362,6 +362,7 @@ pub(super) fn dns_label(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::interop::strategy::Failure;
+    use crate::interop::strategy::Strategy;
 
     fn get<'a>(t: &'a Table, key: &str) -> &'a toml::Value {
         Strategy { kind: KIND, table: t }.get(key).unwrap_or_else(|| panic!("no {key} in {t}"))

@@ -10,7 +10,7 @@
 //! | (5xx) | `retry_on = 500..599` | §3b |
 //! | (no back-off) | `backoff = none` | §3b |
 
-use super::strategy::{Failure, Loss, Strategy, duration_value, retry_on_value, server_errors};
+use super::strategy::{Failure, Loss, duration_value, retry_on_value, server_errors};
 use super::yaml::{self, bad, documents, field, map, mapping, string};
 use super::{Exported, Format, Imported, InteropError};
 use crate::engine::Span;
@@ -338,6 +338,7 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interop::strategy::Strategy;
 
     /// Linkerd's documentation example (configuring retries and timeouts): a retryable route
     /// with a 300 ms timeout, and the default budget written out.
