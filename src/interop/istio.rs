@@ -307,7 +307,10 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         conditions.iter().map(|c| c.to_string()).chain(codes.iter().map(u16::to_string)).collect();
     put("retryOn", string(parts.join(",")));
     let previous_hosts = s.flag("retry_other_replica");
-    put("retryIgnorePreviousHosts", Value::Bool(previous_hosts));
+    if !previous_hosts {
+        // Written only when it changes Istio's default (true), which older Istio lacks.
+        put("retryIgnorePreviousHosts", Value::Bool(false));
+    }
     if previous_hosts && s.int("host_selection_retry_max_attempts")?.unwrap_or(1) != HOST_SELECTIONS {
         loss.cannot(
             "host_selection_retry_max_attempts",

@@ -4,7 +4,8 @@
 //! override the imported ones, which override its preset's and `[client]`'s.
 
 use super::super::ConfigError;
-use super::super::schema::check::invalid;
+use super::super::schema::IMPORT;
+use super::super::schema::check::{Checker, Fill, invalid};
 use super::decode::merge;
 use super::paths::strategy_key;
 use crate::interop;
@@ -86,27 +87,20 @@ pub(super) fn expand(tree: &mut Table, dir: &Path, origin: &str) -> Result<Impor
     Ok(texts)
 }
 
-/// `{ kind = "...", file = "..." }`, nothing else.
+/// `{ kind = "...", file = "..." }`, checked against the schema's `IMPORT` table.
 fn import_spec(v: &Value, key: &str, origin: &str) -> Result<(String, String), ConfigError> {
-    let kinds = interop::formats().iter().map(|f| f.kind()).collect::<Vec<_>>().join(", ");
-    let shape = || {
-        format!(
-            "write import = {{ kind = \"envoy\", file = \"route.yaml\" }} (kind one of {kinds}; file relative to the experiment file)"
-        )
-    };
-    let Value::Table(t) = v else { return Err(invalid(origin, key, shape())) };
-    if let Some(other) = t.keys().find(|k| *k != "kind" && *k != "file") {
-        return Err(invalid(origin, &format!("{key}.{other}"), format!("unknown key; {}", shape())));
-    }
-    match (t.get("kind").and_then(Value::as_str), t.get("file").and_then(Value::as_str)) {
-        (Some(kind), Some(file)) if !file.trim().is_empty() => Ok((kind.to_owned(), file.to_owned())),
-        (None, _) => {
-            Err(invalid(origin, &format!("{key}.kind"), format!("missing or not a string; {}", shape())))
-        }
-        _ => Err(invalid(
+    let name_entry = |path: &str, i: usize, _: &Value| format!("{path}[{i}]");
+    let checker = Checker { origin, fill: Fill::Defaults, partials: Fill::Defaults, name_entry: &name_entry };
+    let mut checked = v.clone();
+    checker.table(key, &IMPORT, &mut checked)?;
+    let text = |k: &str| checked.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let file = text("file");
+    if file.trim().is_empty() {
+        return Err(invalid(
             origin,
             &format!("{key}.file"),
-            format!("missing, empty or not a string; {}", shape()),
-        )),
+            "is empty: name the file, relative to the experiment file".to_owned(),
+        ));
     }
+    Ok((text("kind"), file))
 }
