@@ -198,6 +198,29 @@ fn tune_exports_the_recommendation_in_each_format() {
     assert!(stdout.contains("recommendation.istio.yaml: istio cannot express, dropped:"), "{stdout}");
     let linkerd = std::fs::read_to_string(dir.join("recommendation.linkerd.yaml")).unwrap();
     assert!(linkerd.contains("#   max_attempts:") && linkerd.contains("kind: ServiceProfile"), "{linkerd}");
+    // Searched again with nothing feasible: no stale recommendation is left, in any format.
+    let out = retrysim()
+        .current_dir(tmp.path())
+        .args([
+            "tune",
+            "e.toml",
+            "--out",
+            "t",
+            "--quiet",
+            "--set",
+            "tune.constraints=[\"success_rate >= 1.5\"]",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    for file in [
+        "recommendation.toml",
+        "recommendation.envoy.yaml",
+        "recommendation.istio.yaml",
+        "recommendation.linkerd.yaml",
+    ] {
+        assert!(!dir.join(file).exists(), "{file} is stale");
+    }
 }
 
 #[test]
