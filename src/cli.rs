@@ -48,10 +48,47 @@ pub enum Command {
     /// base, cap and multiplier by maximum likelihood, and its treatment of Retry-After;
     /// print the `[[strategies]]` block. Exit code 1 when the log cannot decide.
     Fit(FitArgs),
+    /// Read a production config file (an Envoy route, an Istio VirtualService, a Linkerd
+    /// ServiceProfile, ...) and print its `[[strategies]]` block, every library default it
+    /// applies and every field it ignores as `#` comments above it (docs/config-files.md).
+    Import(ImportArgs),
+    /// Write an experiment's strategy (its `[client]` keys and preset folded in) in a
+    /// production config format; exit code 2 when the format cannot express it, unless
+    /// --lossy, which says on stderr what it dropped (docs/config-files.md).
+    Export(ExportArgs),
     /// Play the file's `[server]` as a real HTTP/1.1 server on the loopback, in wall-clock
     /// time, for testing a real client; write requests.csv, summary.csv and timeseries.csv
     /// when it stops (--for, SIGINT or SIGTERM).
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The file's format: envoy, istio, linkerd, ... (docs/config-files.md lists them).
+    pub kind: String,
+    /// The production config file (YAML, JSON or INI, as the format is).
+    pub file: PathBuf,
+    /// The printed strategy's name [default: the file's name without its extension].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The format to write: envoy, istio, linkerd, ...
+    pub kind: String,
+    /// The experiment file (TOML) that defines the strategy.
+    pub file: PathBuf,
+    /// The strategy to export, by name.
+    #[arg(long, value_name = "NAME")]
+    pub strategy: String,
+    /// Write what the format can express and list on stderr what it dropped, instead of
+    /// refusing the strategy.
+    #[arg(long)]
+    pub lossy: bool,
+    /// Write the file here (atomically) instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -3,8 +3,8 @@
 //! exit codes.
 
 use crate::cli::{
-    CheckArgs, ExplainArgs, FitArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs, RankArgs, RunArgs,
-    SchemaArgs, ServeArgs, SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
+    CheckArgs, ExplainArgs, ExportArgs, FitArgs, ImportArgs, MergeArgs, OverrideArgs, PlotArgs, PresetsArgs,
+    RankArgs, RunArgs, SchemaArgs, ServeArgs, SlurmArgs, StrategiesArgs, TuneArgs, ValidateArgs,
 };
 use crate::experiment::presets;
 use crate::experiment::{self, Experiment, Overrides};
@@ -801,4 +801,37 @@ pub fn fit(a: &FitArgs) -> Result<(), Error> {
         crate::fit::Verdict::Decided => Ok(()),
         _ => Err(Error::Undecided),
     }
+}
+
+/// `retrysim import`: the notes as `#` comments, the `[[strategies]]` block, then the
+/// `[server]` keys the file implies, if any.
+pub fn import(a: &ImportArgs) -> Result<(), Error> {
+    let format = crate::interop::format(&a.kind)?;
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|source| experiment::ConfigError::Read { path: a.file.clone(), source })?;
+    let stem =
+        a.file.file_stem().map(|s| s.to_string_lossy().split('.').next().unwrap_or_default().to_string());
+    let name = a.name.clone().or(stem).filter(|n| !n.is_empty()).unwrap_or_else(|| a.kind.clone());
+    let imported = format.import(&text, &name)?;
+    print!("{}", crate::interop::block::printed(&a.kind, &a.file.display().to_string(), &imported));
+    Ok(())
+}
+
+/// `retrysim export`: the strategy as it runs, in the format; what `--lossy` dropped on
+/// stderr.
+pub fn export(a: &ExportArgs) -> Result<(), Error> {
+    let format = crate::interop::format(&a.kind)?;
+    let strategy = experiment::effective_strategy_in(&a.file, &a.strategy)?;
+    let exported = format.export(&strategy, a.lossy)?;
+    for d in &exported.dropped {
+        eprintln!("export {}: --lossy dropped {d}", a.kind);
+    }
+    match &a.out {
+        Some(path) => {
+            results::write_atomically(path, exported.text.as_bytes())?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{}", exported.text),
+    }
+    Ok(())
 }

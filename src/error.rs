@@ -14,6 +14,10 @@ pub enum Error {
     /// Bad input (exit code 2): the experiment file, an override or a flag.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A production config file that cannot be read, or a strategy its format cannot express
+    /// without `--lossy` (exit code 2; `retrysim import`, `retrysim export`).
+    #[error(transparent)]
+    Interop(#[from] crate::interop::InteropError),
     /// A bad flag value (exit code 2), e.g. `--shard 4/3`.
     #[error("{flag}: {reason}")]
     Flag { flag: String, reason: String },
@@ -87,7 +91,7 @@ impl Error {
     /// everything else (DESIGN §8).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Config(_) | Error::Flag { .. } | Error::Fit(_) => 2,
+            Error::Config(_) | Error::Flag { .. } | Error::Fit(_) | Error::Interop(_) => 2,
             Error::Undecided => 1,
             Error::Merge(e) => e.exit_code(),
             Error::Slurm(e) => e.exit_code(),

@@ -26,6 +26,8 @@ fn main() {
         Command::Validate(a) => commands::validate(a),
         Command::Fit(a) => commands::fit(a),
         Command::Serve(a) => commands::serve(a),
+        Command::Import(a) => commands::import(a),
+        Command::Export(a) => commands::export(a),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e}");

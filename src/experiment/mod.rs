@@ -24,8 +24,9 @@ mod warnings;
 pub use duration::Duration;
 pub use error::ConfigError;
 pub use load::{
-    BadReference, Skipped, SpecError, key_order, load, load_str, merged_strategy, parse_set_arg,
-    resolve_reference, same_value, select_strategies, spec_with, strategy_key, value_number, value_text,
+    BadReference, Skipped, SpecError, effective_strategy, effective_strategy_in, key_order, load, load_str,
+    merged_strategy, parse_set_arg, resolve_reference, same_value, select_strategies, spec_with,
+    strategy_key, value_number, value_text,
 };
 pub use spec::*;
 pub use warnings::{Warning, warnings};
@@ -91,6 +92,9 @@ pub struct Experiment {
     pub skipped: Vec<Skipped>,
     /// The file's `[tune]`, unchecked: what `retrysim tune` searches (`run` ignores it).
     pub tune: Option<TuneSection>,
+    /// The files the strategies import (`import = { kind, file }`), each as its path and its
+    /// text, concatenated; empty without imports. Part of the fingerprint.
+    pub imported: String,
 }
 
 /// `[tune]` as the file gives it, with what checking it needs. The file format only carries

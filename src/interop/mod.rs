@@ -9,6 +9,13 @@
 //! (or, when `lossy`, lists in [`Exported::dropped`]) what it cannot. The round trip
 //! `import(export(s)) == s` holds key by key for every strategy a target can express.
 
+pub mod block;
+pub mod envoy;
+pub mod istio;
+pub mod linkerd;
+pub mod strategy;
+pub mod yaml;
+
 use crate::engine::Span;
 use toml::Table;
 
@@ -79,6 +86,9 @@ pub enum InteropError {
 /// Every format, in a stable order (as `retrysim import --help` lists them).
 pub fn formats() -> &'static [&'static dyn Format] {
     &[
+        &envoy::Envoy,
+        &istio::Istio,
+        &linkerd::Linkerd,
         &grpc::Grpc,
         &aws_config::AwsConfig,
         &resilience4j::Resilience4j,

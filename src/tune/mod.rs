@@ -10,9 +10,11 @@
 //! | [`design`] | the points placed on the lattice: the coarse Latin hypercube, the refinement's neighbours |
 //! | [`search`](mod@search) | the [`Tuner`]: evaluates candidates, halves the race, confirms the finalists |
 //! | [`recommendation`] | the chosen values as a ready `[[strategies]]` block |
+//! | [`export`] | the recommendation in production formats (`[tune] export`) |
 //! | [`output`] | `tune.csv`, `recommendation.toml`, the chart and the summary |
 
 pub mod design;
+pub mod export;
 pub mod lattice;
 pub mod output;
 pub mod recommendation;

@@ -282,6 +282,22 @@ pub fn write(t: &Tuner, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
             }
         }
     }
+    let exports = super::export::exports(t)
+        .map_err(|e| WriteError { path: dir.join(RECOMMENDATION), source: std::io::Error::other(e) })?;
+    for e in &exports {
+        let path = dir.join(&e.file);
+        write_atomically(&path, e.exported.text.as_bytes())?;
+        written.push(path);
+    }
+    // A format not written this time (nothing feasible, or no longer in `[tune] export`)
+    // leaves no stale file of an earlier search.
+    for format in crate::interop::formats() {
+        let file = format!("recommendation.{}", format.extension());
+        let path = dir.join(&file);
+        if !exports.iter().any(|e| e.file == file) && path.exists() {
+            std::fs::remove_file(&path).map_err(WriteError::at(&path))?;
+        }
+    }
     let charts_dir = dir.join(paths::CHARTS_DIR);
     std::fs::create_dir_all(&charts_dir).map_err(WriteError::at(&charts_dir))?;
     for chart in chart_data(t) {
@@ -353,6 +369,21 @@ pub fn summary(t: &Tuner) -> String {
                         spec.objective,
                         if s.feasible { "" } else { ", infeasible" }
                     );
+                }
+            }
+            if let Ok(exports) = super::export::exports(t) {
+                for e in exports {
+                    match e.exported.dropped.as_slice() {
+                        [] => {
+                            let _ = writeln!(out, "{}: every value exported", e.file);
+                        }
+                        dropped => {
+                            let _ = writeln!(out, "{}: {} cannot express, dropped:", e.file, e.kind);
+                            for d in dropped {
+                                let _ = writeln!(out, "  {d}");
+                            }
+                        }
+                    }
                 }
             }
         }

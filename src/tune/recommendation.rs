@@ -4,7 +4,7 @@
 use super::Tuner;
 use super::spec::TuneSpec;
 use crate::experiment::merged_strategy;
-use std::fmt::Write as _;
+use crate::interop::block::block;
 use toml::{Table, Value};
 
 impl TuneSpec {
@@ -61,46 +61,9 @@ fn set_dotted(table: &mut Table, key: &str, value: Value) {
     }
 }
 
-/// A TOML key, quoted when it is not bare.
-fn key(k: &str) -> String {
-    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        k.to_owned()
-    } else {
-        Value::String(k.to_owned()).to_string()
-    }
-}
-
-/// A value on one line: tables inline, `kind` (or `dist`) first.
-fn inline(v: &Value) -> String {
-    match v {
-        Value::Table(t) => {
-            let mut keys: Vec<&String> = t.keys().collect();
-            keys.sort_by_key(|k| (k.as_str() != "kind" && k.as_str() != "dist", k.as_str()));
-            let parts: Vec<String> =
-                keys.iter().map(|k| format!("{} = {}", key(k), inline(&t[k.as_str()]))).collect();
-            if parts.is_empty() { "{}".to_owned() } else { format!("{{ {} }}", parts.join(", ")) }
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(inline).collect::<Vec<_>>().join(", ")),
-        other => other.to_string(),
-    }
-}
-
 /// The recommended strategy as a `[[strategies]]` block: `name`, `preset`, single values,
 /// then tables inline.
 pub fn strategy_block(t: &Tuner, c: usize) -> String {
     let values: Vec<Value> = t.levels_of(c).iter().map(|l| l.value.clone()).collect();
-    let table = t.spec.strategy_table(&values);
-    let mut keys: Vec<&String> = table.keys().collect();
-    let rank = |k: &str, v: &Value| match (k, v) {
-        ("name", _) => 0,
-        ("preset", _) => 1,
-        (_, Value::Table(_)) => 3,
-        _ => 2,
-    };
-    keys.sort_by_key(|k| (rank(k, &table[k.as_str()]), k.as_str()));
-    let mut out = String::from("[[strategies]]\n");
-    for k in keys {
-        let _ = writeln!(out, "{} = {}", key(k), inline(&table[k.as_str()]));
-    }
-    out
+    block("[[strategies]]", &t.spec.strategy_table(&values))
 }

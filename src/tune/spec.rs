@@ -68,6 +68,8 @@ pub struct TuneSpec {
     pub precision: f64,
     /// Seed of the design.
     pub seed: u64,
+    /// `export`: the production formats the recommendation is also written in.
+    pub export: Vec<String>,
     /// The file after `--set`, without `[sweep]` and `[tune]`: what candidates change.
     pub(super) base: Table,
     /// Names the file in messages.
@@ -199,6 +201,14 @@ fn check(mut raw: Value, cx: &Context<'_>) -> R<TuneSpec> {
     let params = space(t.remove("space"), cx, &checker, &merged, &strategy_shown)?;
 
     let scenarios = scenarios(t.remove("scenarios"), cx)?;
+    let export = strings(&mut t, "export");
+    for (i, kind) in export.iter().enumerate() {
+        let key = format!("tune.export[{i}]");
+        crate::interop::format(kind).map_err(|e| bad(&key, e.to_string()))?;
+        if export[..i].contains(kind) {
+            return Err(bad(&key, format!("\"{kind}\" is listed twice")));
+        }
+    }
 
     let int = |t: &Table, key: &str| t.get(key).and_then(Value::as_integer).map(|i| i as u64);
     let levels = int(&t, "levels").unwrap_or(9) as u32;
@@ -220,6 +230,7 @@ fn check(mut raw: Value, cx: &Context<'_>) -> R<TuneSpec> {
         confirm_runs,
         precision: t.get("precision").and_then(Value::as_float).unwrap_or(0.05),
         seed: int(&t, "seed").unwrap_or(cx.seed),
+        export,
         base: cx.base.clone(),
         origin: origin.to_owned(),
     })
@@ -568,6 +579,11 @@ fn scenario_error(origin: &str, at: &str, changes: &[(String, Value)], e: SpecEr
 }
 
 impl TuneSpec {
+    /// Names the file in messages.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
     /// The experiment of scenario `scenario` with the tuned keys set to `values` (one per
     /// parameter), checked; the reason when validation refuses it (e.g. `cap < base`).
     pub fn point(&self, scenario: usize, values: &[Value]) -> Result<Point, String> {

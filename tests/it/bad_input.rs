@@ -58,6 +58,18 @@ fn cases() -> Vec<Case> {
             stderr: &["`server.concurrenc`", "did you mean `server.concurrency`?"],
         },
         Case {
+            what: "an import of an unknown format",
+            text: replaced("name = \"fj\"", "name = \"fj\"\nimport = { kind = \"nginx\", file = \"route.yaml\" }"),
+            args: &[],
+            stderr: &["`strategies.fj.import.kind`", "unknown format \"nginx\"", "envoy"],
+        },
+        Case {
+            what: "an import of a missing file",
+            text: replaced("name = \"fj\"", "name = \"fj\"\nimport = { kind = \"envoy\", file = \"route.yaml\" }"),
+            args: &[],
+            stderr: &["`strategies.fj.import.file`", "cannot read", "route.yaml"],
+        },
+        Case {
             what: "unknown key inside a strategy's backoff",
             text: replaced("base = \"10ms\"", "bse = \"10ms\""),
             args: &[],
@@ -1178,4 +1190,60 @@ fn the_valid_graph_passes_check() {
         .output()
         .expect("the binary runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// `retrysim import` and `export` refuse a malformed file, an unknown format, a unit-less
+/// duration, a value out of range and a strategy the format cannot express (without
+/// `--lossy`) with exit code 2, naming the field, and write nothing.
+#[test]
+fn import_and_export_refuse_bad_files_naming_the_field() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        ("malformed file", "envoy", "retry_policy: [\n", &["envoy: the file does not parse"]),
+        (
+            "unknown KIND",
+            "nginx",
+            "retry_policy: {}\n",
+            &["unknown format \"nginx\"", "envoy, istio, linkerd"],
+        ),
+        (
+            "unit-less duration",
+            "envoy",
+            "retry_policy: {retry_on: 5xx, per_try_timeout: 1}\n",
+            &["retry_policy.per_try_timeout", "1 has no unit"],
+        ),
+        (
+            "field out of range",
+            "linkerd",
+            "spec:\n  retryBudget: {ttl: 90s}\n",
+            &["spec.retryBudget.ttl", "out of range", "from 1s to 60s"],
+        ),
+        (
+            "unrepresentable field",
+            "istio",
+            "spec:\n  http:\n  - retries: {attempts: 2, retryRemoteLocalities: true}\n",
+            &["retryRemoteLocalities", "cannot represent"],
+        ),
+    ];
+    for (what, kind, text, stderr) in cases {
+        let tmp = tempfile::tempdir().expect("a temporary folder");
+        std::fs::write(tmp.path().join("f.yaml"), text).expect("the file is written");
+        let case = Case { what, text: String::new(), args: &[], stderr };
+        assert_refused(tmp.path(), &["import", kind, "f.yaml"], &case);
+    }
+    let tmp = tempfile::tempdir().expect("a temporary folder");
+    std::fs::write(tmp.path().join("e.toml"), VALID).expect("the file is written");
+    let case = Case {
+        what: "inexpressible strategy without --lossy",
+        text: String::new(),
+        args: &[],
+        stderr: &["linkerd: cannot express `backoff`", "pass --lossy"],
+    };
+    assert_refused(tmp.path(), &["export", "linkerd", "--strategy", "fj", "e.toml", "--out", "out"], &case);
+    let case = Case {
+        what: "unknown strategy",
+        text: String::new(),
+        args: &[],
+        stderr: &["no strategy named \"nope\""],
+    };
+    assert_refused(tmp.path(), &["export", "envoy", "--strategy", "nope", "e.toml"], &case);
 }

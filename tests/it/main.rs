@@ -26,6 +26,7 @@ mod eta;
 mod fit;
 mod graph;
 mod hedging;
+mod interop;
 mod interop_formats;
 mod layers;
 mod limits;

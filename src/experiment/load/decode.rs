@@ -9,6 +9,7 @@ use super::super::schema::{CLIENT, LAYER, ROOT};
 use super::super::spec::{ExperimentSpec, PolicySpec, Strategy};
 use super::paths::strategy_key;
 use crate::experiment::presets;
+use crate::policy::retry_on::DEFAULT_RETRY_STATUSES;
 use crate::suggest::{closest, list};
 use serde::Deserialize;
 use toml::{Table, Value};
@@ -66,6 +67,13 @@ fn strategy(
             });
         }
     };
+    if own.contains_key("import") {
+        return Err(invalid(
+            origin,
+            &format!("{key}.import"),
+            "an import is read when the file is loaded, before [sweep]: it cannot be swept; sweep the strategy's own keys instead".to_owned(),
+        ));
+    }
     let preset = match own.remove("preset") {
         Some(Value::String(p)) => Some(p),
         _ => None,
@@ -137,6 +145,37 @@ fn find_preset(origin: &str, key: &str, name: &str) -> R<&'static presets::Prese
             closest(name, names.clone()).map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default();
         invalid(origin, key, format!("unknown preset \"{name}\"{hint}; the presets are: {}", list(names)))
     })
+}
+
+/// Strategy `name` of `tree` as it runs: [`merged_strategy`] checked with every default filled
+/// in and `retry_on` written out (DESIGN §3.5's list when the file leaves it out), with its
+/// `name` (`retrysim export` and `[tune] export` write this in a production format).
+pub fn effective_strategy(tree: &Table, name: &str, origin: &str) -> R<Table> {
+    let names = strategy_names(tree);
+    let Some(index) = names.iter().position(|n| *n == Some(name)) else {
+        let known = names.iter().flatten().copied();
+        let hint =
+            closest(name, known.clone()).map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default();
+        return Err(invalid(
+            origin,
+            "--strategy",
+            format!("no strategy named \"{name}\"{hint}; the strategies are: {}", list(known)),
+        ));
+    };
+    let key = strategy_key(&names, index);
+    let mut merged = Value::Table(merged_strategy(tree, index).unwrap_or_default());
+    let name_entry = |path: &str, i: usize, _: &Value| format!("{path}[{i}]");
+    let checker = Checker { origin, fill: Fill::Defaults, partials: Fill::Defaults, name_entry: &name_entry };
+    checker.table(&key, &CLIENT, &mut merged)?;
+    let Value::Table(mut table) = merged else { unreachable!("checked as a table") };
+    table.entry("retry_on").or_insert_with(|| {
+        let mut all: Vec<Value> =
+            DEFAULT_RETRY_STATUSES.iter().map(|s| Value::Integer(i64::from(*s))).collect();
+        all.extend(["timeout", "connection-error"].map(|f| Value::String(f.to_owned())));
+        Value::Array(all)
+    });
+    table.insert("name".to_owned(), Value::String(name.to_owned()));
+    Ok(table)
 }
 
 /// A preset's keys as a table (presets are checked by tests to parse and to use only schema

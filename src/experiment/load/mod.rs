@@ -7,9 +7,10 @@
 //! at the command line or the sweep rather than at the file.
 
 mod decode;
+mod imports;
 mod paths;
 
-pub use decode::merged_strategy;
+pub use decode::{effective_strategy, merged_strategy};
 pub use paths::{key_order, strategy_key};
 
 use super::spec::PRIORITY_CLASSES;
@@ -39,6 +40,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
     default_server_kind(&mut tree);
     let mut sweep = Sweep::take(&mut tree, text, origin)?;
     let sets = apply_sets(&mut tree, &mut sweep, &overrides.set)?;
+    let imported = imports::expand(&mut tree, &folder_of(origin), origin)?.concat();
     // `[tune]` is `retrysim tune`'s question, not part of a run: kept with the tree it will
     // change, for the tune layer to check.
     let tune = tree.remove("tune");
@@ -104,7 +106,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
             effective_toml(&tree, &sweep, tune_text.as_ref())
         },
         command_line: Vec::new(),
-        fingerprint: fingerprint(text, &overrides.describe()),
+        fingerprint: fingerprint(&with_imports(text, &imported), &overrides.describe()),
         seed: first.seed,
         runs: first.runs,
         timeseries: first.output.timeseries,
@@ -115,7 +117,31 @@ pub fn load_str(text: &str, origin: &str, overrides: &Overrides) -> Result<Exper
         points,
         skipped,
         tune,
+        imported,
     })
+}
+
+/// The folder a relative path in the file named `origin` is read from (an `import`'s file).
+fn folder_of(origin: &str) -> std::path::PathBuf {
+    Path::new(origin).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// What the fingerprint covers: the file's text, then each imported file's (nothing more
+/// without imports, so a plain file keeps its fingerprint).
+fn with_imports(text: &str, imported: &str) -> String {
+    if imported.is_empty() { text.to_owned() } else { format!("{text}\n{imported}") }
+}
+
+/// Strategy `name` of the experiment file at `path` as it runs: `[client]`, its preset, its
+/// import and its own keys merged, every default filled in, `retry_on` written out (what
+/// `retrysim export` writes in a production format).
+pub fn effective_strategy_in(path: &Path, name: &str) -> Result<Table, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    let origin = path.display().to_string();
+    let mut tree = parse(&text, &origin)?;
+    imports::expand(&mut tree, &folder_of(&origin), &origin)?;
+    effective_strategy(&tree, name, &origin)
 }
 
 /// Keeps only the strategies named in `names` (`--strategies`), in the file's order, and
@@ -145,7 +171,7 @@ pub fn select_strategies(exp: &mut Experiment, names: &[String]) -> Result<(), S
         p.sources.retain(|_| *k.next().unwrap_or(&false));
     }
     exp.overrides.push(format!("--strategies {}", chosen.join(",")));
-    exp.fingerprint = fingerprint(&exp.source, &exp.overrides);
+    exp.fingerprint = fingerprint(&with_imports(&exp.source, &exp.imported), &exp.overrides);
     Ok(())
 }
 

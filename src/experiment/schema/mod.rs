@@ -353,6 +353,13 @@ pub static TUNE: Table = Table {
         )
         .range(Range::AboveUpTo(0.0, 1.0)),
         f("seed", U64, Absent("the experiment's `seed`"), "seed of the design (the workloads keep the experiment's seed)"),
+        f(
+            "export",
+            Ty::List(&Ty::Str),
+            Value("[]"),
+            "production formats to write the recommendation in too, beside recommendation.toml (`envoy` writes recommendation.envoy.yaml; istio, linkerd, ...: see `retrysim export`); what a format cannot express is dropped, and said in the file and the summary",
+        )
+        .rules("each a format `retrysim export` knows, once"),
     ],
 };
 
@@ -1338,7 +1345,28 @@ pub static STRATEGY: Table = Table {
             "start from a production library's defaults (`retrysim presets`); other keys override it"
         )
         .rules("`[[strategies]]` only (per strategy), not `[client]`"),
+        f(
+            "import",
+            Ty::Table(&IMPORT),
+            Absent("none"),
+            "start from a production config file (`retrysim import` reads the same formats: envoy, istio, linkerd, ...); other keys override it, it overrides the preset"
+        )
+        .rules("`[[strategies]]` only; `file` is read from the experiment file's folder at every load; cannot be swept"),
     ),
+};
+
+/// `[[strategies]] import`: a production config file the strategy is read from.
+pub static IMPORT: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "kind",
+            Ty::Str,
+            Required,
+            "the file's format, as `retrysim import KIND` names it (envoy, istio, linkerd, ...)",
+        ),
+        f("file", Ty::Str, Required, "the file, relative to the experiment file"),
+    ],
 };
 
 const BASE: Field = f("base", Ty::Duration, Required, "base delay");

@@ -239,6 +239,7 @@ confirm = 2
 confirm_runs = 4
 precision = 0.1
 seed = 9
+export = ["envoy"]
 [tune.space]
 "backoff.base" = ["1ms", "10ms"]
 max_attempts = [2, 3]
@@ -353,7 +354,15 @@ backoff = { kind = "constant", base = "1ms" }
         [[strategies]]\nname = \"g\"\nmax_attempts = 2\nbackoff = { kind = \"none\" }\npropagate_deadline = true\npropagate_cancellation = true\n\
         cancel_in_service = true\nhop_policy = { max_attempts = 2 }\n";
     load_str(graph, "graph.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text = format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}{graph}");
+    // A strategy read from a production config file (relative to the working directory here,
+    // the crate's root, since the origin has no folder).
+    let imported = constant.replace(
+        "name = \"c\"\n",
+        "name = \"c\"\nimport = { kind = \"envoy\", file = \"experiments/bring-your-config/envoy-route.yaml\" }\n",
+    );
+    load_str(&imported, "imported.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let text =
+        format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}{graph}{imported}");
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;
