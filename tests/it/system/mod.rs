@@ -1,7 +1,9 @@
-//! Tests against real components the machine must have: a headless browser and a Slurm
-//! cluster. Each provisions its component when it is missing (Debian's packages through
+//! Tests against real components the machine must have: a headless browser, a Slurm cluster,
+//! and the production retry libraries of the conformance suite (Python and Node packages from
+//! their registries). Each provisions its component when it is missing (Debian's packages through
 //! `apt-get`, as root), so README's `cargo test --release` passes on a fresh machine; where it
-//! cannot (no root, no apt-get, no registry) the test fails naming what to install. They are
+//! cannot (no root, no apt-get, no registry) the test fails naming what to install. The
+//! conformance suite installs its libraries into the target directory (a venv, `npm ci`). They are
 //! never skipped silently: a contributor without root leaves exactly these out with
 //! `cargo test --release -- --skip system::` (README, "Two commands").
 
@@ -9,6 +11,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 mod browser;
+mod conformance;
 mod slurm;
 
 /// Held while a test installs packages: the two tests run in parallel threads, and apt-get
