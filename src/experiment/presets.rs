@@ -216,7 +216,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(r#"backoff = { kind = "none" }"#, "§7: backoff_factor = 0, so every retry is immediate"),
                 note("backoff_factor f > 0: exponential, base f, cap backoff_max, immediate_first = true (+ backoff_jitter: additive-jitter), §7"),
                 note("not modelled: 413/429/503 are retried only when the answer carries Retry-After (§7); allowed_methods (idempotent only)"),
-                note("checked against urllib3 2.8.0 by the conformance suite (docs/conformance.md)"),
+                note("§7: checked against urllib3 2.8.0 by the conformance suite (docs/conformance.md)"),
             ]
             .concat(),
         },
@@ -230,7 +230,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(r#"retry_after_mode = "at-least-backoff""#, "§7: max(delay, retryAfter), here max(0, retryAfter)"),
                 set(r#"backoff = { kind = "none" }"#, "§7: retryDelay = noDelay"),
                 note("not modelled: exponentialDelay (opt-in) = max(2^k * 100 ms, retryAfter) * U(1, 1.2), i.e. proportional-jitter base 220 ms, p = 1/11, no cap, with the jitter also on Retry-After (§7)"),
-                note("checked against axios-retry 4.5.0 (GET) by the conformance suite (docs/conformance.md); a POST is not retried by default (§7)"),
+                note("§7: checked against axios-retry 4.5.0 (GET) by the conformance suite (docs/conformance.md); a POST is not retried by default"),
                 note("not modelled: the shrinking request timeout without shouldResetTimeout (§7)"),
             ]
             .concat(),
