@@ -78,12 +78,15 @@ fn backoff_draws(c: &mut Criterion) {
         ("none", BackoffSpec::None {}),
         ("constant", BackoffSpec::Constant { base }),
         ("linear", BackoffSpec::Linear { base, cap }),
-        ("exponential", BackoffSpec::Exponential { base, cap, multiplier: 2.0 }),
+        ("exponential", BackoffSpec::Exponential { base, cap, multiplier: 2.0, immediate_first: false }),
         ("full-jitter", BackoffSpec::FullJitter { base, cap, multiplier: 2.0 }),
         ("equal-jitter", BackoffSpec::EqualJitter { base, cap, multiplier: 2.0 }),
         ("decorrelated-jitter", BackoffSpec::DecorrelatedJitter { base, cap }),
         ("decorrelated-jitter-v2", BackoffSpec::DecorrelatedJitterV2 { base, cap }),
-        ("additive-jitter", BackoffSpec::AdditiveJitter { base, cap, multiplier: 2.0, jitter: ms(5) }),
+        (
+            "additive-jitter",
+            BackoffSpec::AdditiveJitter { base, cap, multiplier: 2.0, jitter: ms(5), immediate_first: false },
+        ),
         ("proportional-jitter", BackoffSpec::ProportionalJitter { base, cap, multiplier: 2.0, p: 0.2 }),
     ];
     let mut g = c.benchmark_group("backoff_delay");

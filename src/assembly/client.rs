@@ -262,9 +262,12 @@ pub fn backoff(spec: &BackoffSpec) -> Backoff {
         BackoffSpec::None {} => Backoff::None,
         BackoffSpec::Constant { base } => Backoff::Constant { base_ns: ns(*base) },
         BackoffSpec::Linear { base, cap: c } => Backoff::Linear { base_ns: ns(*base), cap_ns: cap(c) },
-        BackoffSpec::Exponential { base, cap: c, multiplier } => {
-            Backoff::Exponential { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
-        }
+        BackoffSpec::Exponential { base, cap: c, multiplier, immediate_first } => Backoff::Exponential {
+            base_ns: ns(*base),
+            cap_ns: cap(c),
+            multiplier: *multiplier,
+            immediate_first: *immediate_first,
+        },
         BackoffSpec::FullJitter { base, cap: c, multiplier } => {
             Backoff::FullJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier }
         }
@@ -277,12 +280,15 @@ pub fn backoff(spec: &BackoffSpec) -> Backoff {
         BackoffSpec::DecorrelatedJitterV2 { base, cap: c } => {
             Backoff::DecorrelatedJitterV2 { base_ns: ns(*base), cap_ns: cap(c) }
         }
-        BackoffSpec::AdditiveJitter { base, cap: c, multiplier, jitter } => Backoff::AdditiveJitter {
-            base_ns: ns(*base),
-            cap_ns: cap(c),
-            multiplier: *multiplier,
-            jitter_ns: ns(*jitter),
-        },
+        BackoffSpec::AdditiveJitter { base, cap: c, multiplier, jitter, immediate_first } => {
+            Backoff::AdditiveJitter {
+                base_ns: ns(*base),
+                cap_ns: cap(c),
+                multiplier: *multiplier,
+                jitter_ns: ns(*jitter),
+                immediate_first: *immediate_first,
+            }
+        }
         BackoffSpec::ProportionalJitter { base, cap: c, multiplier, p } => {
             Backoff::ProportionalJitter { base_ns: ns(*base), cap_ns: cap(c), multiplier: *multiplier, p: *p }
         }
@@ -298,8 +304,21 @@ mod tests {
         let ms = |v: u64| Duration(v * 1_000_000);
         let b = backoff(&BackoffSpec::FullJitter { base: ms(10), cap: Some(ms(2000)), multiplier: 2.0 });
         assert_eq!(b, Backoff::FullJitter { base_ns: 1e7, cap_ns: 2e9, multiplier: 2.0 });
-        let uncapped = backoff(&BackoffSpec::Exponential { base: ms(10), cap: None, multiplier: 3.0 });
-        assert_eq!(uncapped, Backoff::Exponential { base_ns: 1e7, cap_ns: MAX_DELAY_NS, multiplier: 3.0 });
+        let uncapped = backoff(&BackoffSpec::Exponential {
+            base: ms(10),
+            cap: None,
+            multiplier: 3.0,
+            immediate_first: false,
+        });
+        assert_eq!(
+            uncapped,
+            Backoff::Exponential {
+                base_ns: 1e7,
+                cap_ns: MAX_DELAY_NS,
+                multiplier: 3.0,
+                immediate_first: false
+            }
+        );
         let r = retry_on(Some(&[RetryOnItem::Status(500), RetryOnItem::Named(NamedFailure::Timeout)]));
         assert_eq!(r, RetryOn::of([Outcome::Status(500), Outcome::Timeout]));
         assert_eq!(retry_on(None), RetryOn::default());

@@ -308,10 +308,11 @@ fn longest_backoff_s(b: &super::spec::BackoffSpec, n: f64) -> f64 {
         B::None {} => 0.0,
         B::Constant { base } => s(base),
         B::Linear { base, cap } => grown(base, cap, 1.0) * (n - 1.0).max(1.0),
-        B::Exponential { base, cap, multiplier }
+        // `immediate_first` only shortens the first delay: the longest is the same.
+        B::Exponential { base, cap, multiplier, .. }
         | B::FullJitter { base, cap, multiplier }
         | B::EqualJitter { base, cap, multiplier } => grown(base, cap, multiplier),
-        B::AdditiveJitter { base, cap, multiplier, jitter } => grown(base, cap, multiplier) + s(jitter),
+        B::AdditiveJitter { base, cap, multiplier, jitter, .. } => grown(base, cap, multiplier) + s(jitter),
         B::ProportionalJitter { base, cap, multiplier, p } => grown(base, cap, multiplier) * (1.0 + p),
         B::DecorrelatedJitter { base, cap } | B::DecorrelatedJitterV2 { base, cap } => grown(base, cap, 3.0),
     }

@@ -63,7 +63,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
         },
         Preset {
             name: "aws-standard",
-            summary: "AWS SDK standard mode v2.0 (botocore): 3 attempts, full jitter 1 s..20 s, 500-token quota (5, 10 after a timeout, +1 per clean success)",
+            summary: "AWS SDK standard mode v2.0 (botocore before 1.44; 1.44.8 follows aws-standard-2026): 3 attempts, full jitter 1 s..20 s, 500-token quota (5, 10 after a timeout, +1 per clean success)",
             toml: [
                 set("max_attempts = 3", "§1a: standard defaults to 3 attempts in total"),
                 set(r#"retry_on = [429, 500, 502, 503, 504, "timeout", "connection-error"]"#, "§1b v2.0: throttling codes, HTTP 500/502/503/504, connection errors, timeouts"),
@@ -75,7 +75,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
         },
         Preset {
             name: "aws-standard-2026",
-            summary: "AWS SDK retry behaviour 2.1 (AWS_NEW_RETRIES_2026): full jitter from 50 ms, quota 500 with costs 14 / 5 (throttling), x-amz-retry-after in [t, t+5 s]",
+            summary: "AWS SDK retry behaviour 2.1 (botocore 1.44.8's standard mode): full jitter from 50 ms, quota 500 with costs 14 / 5 (throttling), x-amz-retry-after in [t, t+5 s]",
             toml: [
                 set("max_attempts = 3", "§1a v2.1: max attempts stays 3"),
                 set(r#"retry_on = [429, 500, 502, 503, 504, "timeout", "connection-error"]"#, "§1b: the v2.0 retryable classes, unchanged"),
@@ -90,7 +90,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
         },
         Preset {
             name: "aws-adaptive",
-            summary: "AWS SDK adaptive mode: standard v2.0 plus the client-side CUBIC rate limiter, enabled by the first throttling answer",
+            summary: "AWS SDK adaptive mode v2.0 (botocore before 1.44; 1.44.8 follows aws-adaptive-2026): standard v2.0 plus the client-side CUBIC rate limiter, enabled by the first throttling answer",
             toml: [
                 set("max_attempts = 3", "§1a: adaptive defaults to 3 attempts in total"),
                 set(r#"retry_on = [429, 500, 502, 503, 504, "timeout", "connection-error"]"#, "§1b: standard mode's retryable classes"),
@@ -98,6 +98,21 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(r#"backoff = { kind = "full-jitter", base = "1s", cap = "20s", multiplier = 2.0 }"#, "§1b: standard mode's U(0,1) * min(2^(n-1), 20) s"),
                 set(&format!("budget = {}", token_bucket(&TokenBucketParams::AWS_STANDARD)), "§1b: standard mode's RetryQuota"),
                 set(r#"throttle = { kind = "aws-adaptive" }"#, &format!("§1b adaptive: RateClocker + CUBIC (C {AWS_CUBIC_C}, BETA {AWS_CUBIC_BETA}) token bucket, per client")),
+            ]
+            .concat(),
+        },
+        Preset {
+            name: "aws-adaptive-2026",
+            summary: "AWS SDK adaptive mode as botocore 1.44 does it: standard 2.1 (50 ms base, quota costs 14 / 5, x-amz-retry-after) plus the CUBIC rate limiter",
+            toml: [
+                set("max_attempts = 3", "§1a: adaptive defaults to 3 attempts in total"),
+                set(r#"retry_on = [429, 500, 502, 503, 504, "timeout", "connection-error"]"#, "§1b: standard mode's retryable classes"),
+                set("honor_retry_after = true", "§1b v2.1: x-amz-retry-after (ms) is honoured (botocore 1.44.8 standard.py)"),
+                set(r#"retry_after_mode = "aws-2026""#, "§1b v2.1: delay = max(t_i, min(ra, t_i + 5 s))"),
+                set(r#"backoff = { kind = "full-jitter", base = "50ms", cap = "20s", multiplier = 2.0 }"#, "§1b v2.1: U(0,1) * min(0.05 * 2^(n-1), 20) s for transient errors"),
+                set(&format!("budget = {}", token_bucket(&TokenBucketParams::AWS_STANDARD_2026)), "§1b v2.1: RetryQuotaChecker _RETRY_COST 14, _THROTTLING_RETRY_COST 5 (botocore 1.44.8)"),
+                set(r#"throttle = { kind = "aws-adaptive" }"#, &format!("§1b adaptive: RateClocker + CUBIC (C {AWS_CUBIC_C}, BETA {AWS_CUBIC_BETA}) token bucket, per client")),
+                note("not modelled: throttling errors back off from 1000 ms, not 50 ms (§1b v2.1 scale 1.0); one base per strategy"),
             ]
             .concat(),
         },
@@ -199,7 +214,9 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(r#"retry_after_mode = "replace""#, "§7: sleep exactly the Retry-After, replacing the back-off"),
                 set(&format!("retry_after_cap = {}", toml_duration(URLLIB3_RETRY_AFTER_MAX, "h")), "§7: retry_after_max = 21600 s"),
                 set(r#"backoff = { kind = "none" }"#, "§7: backoff_factor = 0, so every retry is immediate"),
+                note("backoff_factor f > 0: exponential, base f, cap backoff_max, immediate_first = true (+ backoff_jitter: additive-jitter), §7"),
                 note("not modelled: 413/429/503 are retried only when the answer carries Retry-After (§7); allowed_methods (idempotent only)"),
+                note("§7: checked against urllib3 2.8.0 by the conformance suite (docs/conformance.md)"),
             ]
             .concat(),
         },
@@ -213,7 +230,20 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(r#"retry_after_mode = "at-least-backoff""#, "§7: max(delay, retryAfter), here max(0, retryAfter)"),
                 set(r#"backoff = { kind = "none" }"#, "§7: retryDelay = noDelay"),
                 note("not modelled: exponentialDelay (opt-in) = max(2^k * 100 ms, retryAfter) * U(1, 1.2), i.e. proportional-jitter base 220 ms, p = 1/11, no cap, with the jitter also on Retry-After (§7)"),
+                note("§7: checked against axios-retry 4.5.0 (GET) by the conformance suite (docs/conformance.md); a POST is not retried by default"),
                 note("not modelled: the shrinking request timeout without shouldResetTimeout (§7)"),
+            ]
+            .concat(),
+        },
+        Preset {
+            name: "tenacity",
+            summary: "tenacity Retrying() defaults: retry whatever the call raises, forever, without waiting",
+            toml: [
+                set(&format!("retry_on = [{}, \"timeout\", \"connection-error\"]", every_error_status()), "§7 tenacity: retry = retry_if_exception_type(), any exception; a call that raises on every 4xx and 5xx"),
+                set("honor_retry_after = false", "§7 tenacity: no wait reads the answer"),
+                set(r#"backoff = { kind = "none" }"#, "§7 tenacity: wait = wait_none()"),
+                note("no max_attempts: stop = stop_never (§7); [client] max_attempts applies when set"),
+                note("not modelled: which exceptions the wrapped call raises (the user's code decides what is retried, §7)"),
             ]
             .concat(),
         },
@@ -256,6 +286,11 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
 /// longer setting).
 fn set(setting: &str, comment: &str) -> String {
     format!("{setting:<55}  # {comment}\n")
+}
+
+/// Every HTTP error status a `retry_on` list can name (400 to 599), comma-separated.
+fn every_error_status() -> String {
+    (400..=599).map(|s: u16| s.to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// A line that is only a comment.
@@ -365,11 +400,12 @@ mod tests {
     use crate::experiment::{Duration, Overrides, load_str};
     use toml::{Table, Value};
 
-    const NAMES: [&str; 16] = [
+    const NAMES: [&str; 18] = [
         "aws-legacy",
         "aws-standard",
         "aws-standard-2026",
         "aws-adaptive",
+        "aws-adaptive-2026",
         "grpc",
         "envoy",
         "linkerd",
@@ -379,6 +415,7 @@ mod tests {
         "hystrix",
         "urllib3",
         "axios-retry",
+        "tenacity",
         "sre",
         "brooker-token-bucket",
         "brooker-circuit-breaker",
@@ -509,6 +546,13 @@ mod tests {
         }
         assert_eq!(st(&preset("aws-adaptive"), "throttle.kind"), "aws-adaptive");
 
+        // botocore 1.44.8's adaptive mode: standard 2.1 plus the rate limiter.
+        let a21 = preset("aws-adaptive-2026");
+        assert_eq!(i(&a21, "max_attempts"), 3);
+        assert_eq!((d(&a21, "backoff.base"), d(&a21, "backoff.cap")), (ms(50), ms(20_000)));
+        assert_eq!(token_bucket(&a21), TokenBucketParams::AWS_STANDARD_2026);
+        assert_eq!((st(&a21, "retry_after_mode"), st(&a21, "throttle.kind")), ("aws-2026", "aws-adaptive"));
+
         let v21 = preset("aws-standard-2026");
         assert_eq!(i(&v21, "max_attempts"), 3);
         assert_eq!((d(&v21, "backoff.base"), d(&v21, "backoff.cap")), (ms(50), ms(20_000)));
@@ -598,6 +642,14 @@ mod tests {
         assert_eq!(st(&a, "backoff.kind"), "none");
         let on = get(&a, "retry_on").as_array().unwrap();
         assert!(!on.contains(&Value::String("timeout".into())), "axios does not retry ECONNABORTED timeouts");
+
+        // tenacity's Retrying(): wait_none, stop_never, any exception.
+        let t = preset("tenacity");
+        assert_eq!(st(&t, "backoff.kind"), "none");
+        assert!(!t.contains_key("max_attempts"), "stop_never");
+        let on = get(&t, "retry_on").as_array().unwrap();
+        assert_eq!(on.len(), 200 + 2, "every 4xx and 5xx, timeouts and connection errors");
+        assert_eq!(get(&t, "honor_retry_after").as_bool(), Some(false));
 
         let sre = preset("sre");
         assert_eq!(i(&sre, "max_attempts"), 3);

@@ -1073,6 +1073,8 @@ pub enum BackoffSpec {
         base: Duration,
         cap: Option<Duration>,
         multiplier: f64,
+        /// The first retry goes at once, the formula applies from the second (urllib3).
+        immediate_first: bool,
     },
     FullJitter {
         base: Duration,
@@ -1098,6 +1100,8 @@ pub enum BackoffSpec {
         cap: Option<Duration>,
         multiplier: f64,
         jitter: Duration,
+        /// The first retry goes at once, the formula applies from the second (urllib3).
+        immediate_first: bool,
     },
     /// `v * U(1 - p, 1 + p)`, gRPC's current +-20 % (`p = 0.2`) applied after the cap.
     ProportionalJitter {

@@ -14,6 +14,12 @@
 //! | `additive-jitter` | `min(cap, base * multiplier^(k-1) + U(0, jitter))` |
 //! | `proportional-jitter` | `v * U(1 - p, 1 + p)` |
 //!
+//! `exponential` and `additive-jitter` with `immediate_first` wait 0 before retry 1 and follow
+//! their formula from retry 2 on, drawing nothing for the first: urllib3 2.x's
+//! `Retry.get_backoff_time` returns 0 while the run of consecutive errors is 1, then
+//! `backoff_factor * 2^(n-1)` (+ `random() * backoff_jitter`), clamped to `backoff_max`, `n`
+//! the errors so far, so `base = backoff_factor` (docs/retry-policies.md §7).
+//!
 //! Delays are computed in `f64` nanoseconds and rounded to the nearest nanosecond. Kinds with
 //! no randomness draw nothing, so adding a deterministic strategy never shifts another stream.
 
@@ -31,12 +37,12 @@ pub enum Backoff {
     None,
     Constant { base_ns: f64 },
     Linear { base_ns: f64, cap_ns: f64 },
-    Exponential { base_ns: f64, cap_ns: f64, multiplier: f64 },
+    Exponential { base_ns: f64, cap_ns: f64, multiplier: f64, immediate_first: bool },
     FullJitter { base_ns: f64, cap_ns: f64, multiplier: f64 },
     EqualJitter { base_ns: f64, cap_ns: f64, multiplier: f64 },
     DecorrelatedJitter { base_ns: f64, cap_ns: f64 },
     DecorrelatedJitterV2 { base_ns: f64, cap_ns: f64 },
-    AdditiveJitter { base_ns: f64, cap_ns: f64, multiplier: f64, jitter_ns: f64 },
+    AdditiveJitter { base_ns: f64, cap_ns: f64, multiplier: f64, jitter_ns: f64, immediate_first: bool },
     ProportionalJitter { base_ns: f64, cap_ns: f64, multiplier: f64, p: f64 },
 }
 
@@ -82,7 +88,13 @@ impl Backoff {
             Backoff::None => 0.0,
             Backoff::Constant { base_ns } => base_ns,
             Backoff::Linear { base_ns, cap_ns } => cap_ns.min(base_ns * k as f64),
-            Backoff::Exponential { base_ns, cap_ns, multiplier } => {
+            Backoff::Exponential { immediate_first: true, .. }
+            | Backoff::AdditiveJitter { immediate_first: true, .. }
+                if k == 1 =>
+            {
+                0.0
+            }
+            Backoff::Exponential { base_ns, cap_ns, multiplier, .. } => {
                 exponential(base_ns, cap_ns, multiplier, k)
             }
             Backoff::FullJitter { base_ns, cap_ns, multiplier } => {
@@ -106,7 +118,7 @@ impl Backoff {
                 state.0 = next;
                 cap_ns.min(d)
             }
-            Backoff::AdditiveJitter { base_ns, cap_ns, multiplier, jitter_ns } => {
+            Backoff::AdditiveJitter { base_ns, cap_ns, multiplier, jitter_ns, .. } => {
                 cap_ns.min(base_ns * growth(multiplier, k) + uniform(rng, 0.0, jitter_ns))
             }
             Backoff::ProportionalJitter { base_ns, cap_ns, multiplier, p } => {
@@ -202,8 +214,18 @@ mod tests {
         let none = Backoff::None;
         let constant = Backoff::Constant { base_ns: ms(30) };
         let linear = Backoff::Linear { base_ns: ms(30), cap_ns: ms(100) };
-        let expo = Backoff::Exponential { base_ns: ms(10), cap_ns: ms(2000), multiplier: 2.0 };
-        let expo3 = Backoff::Exponential { base_ns: ms(10), cap_ns: UNCAPPED, multiplier: 3.0 };
+        let expo = Backoff::Exponential {
+            base_ns: ms(10),
+            cap_ns: ms(2000),
+            multiplier: 2.0,
+            immediate_first: false,
+        };
+        let expo3 = Backoff::Exponential {
+            base_ns: ms(10),
+            cap_ns: UNCAPPED,
+            multiplier: 3.0,
+            immediate_first: false,
+        };
         for k in 1..=12u32 {
             assert_eq!(none.delay(k, &mut st, &mut r).as_ns(), 0);
             assert_eq!(constant.delay(k, &mut st, &mut r).as_ns(), 30_000_000);
@@ -226,7 +248,7 @@ mod tests {
             Backoff::None,
             Backoff::Constant { base_ns: 1.0 },
             Backoff::Linear { base_ns: 1.0, cap_ns: 9.0 },
-            Backoff::Exponential { base_ns: 1.0, cap_ns: 9.0, multiplier: 2.0 },
+            Backoff::Exponential { base_ns: 1.0, cap_ns: 9.0, multiplier: 2.0, immediate_first: false },
         ] {
             assert!(!b.is_random());
             b.delay(3, &mut st, &mut r).as_ns();
@@ -244,7 +266,12 @@ mod tests {
 
     #[test]
     fn uncapped_exponential_saturates_instead_of_overflowing() {
-        let b = Backoff::Exponential { base_ns: ms(10), cap_ns: UNCAPPED, multiplier: 2.0 };
+        let b = Backoff::Exponential {
+            base_ns: ms(10),
+            cap_ns: UNCAPPED,
+            multiplier: 2.0,
+            immediate_first: false,
+        };
         let d = b.delay(5000, &mut b.initial_state(), &mut rng()).as_ns();
         assert_eq!(d, MAX_DELAY_NS as u64);
     }
@@ -340,12 +367,43 @@ mod tests {
     }
 
     #[test]
+    fn immediate_first_is_urllib3s_backoff() {
+        // urllib3 2.x, Retry(backoff_factor = 0.1, backoff_max = 0.5): 0, 0.2, 0.4, 0.5, 0.5 s.
+        let expo = Backoff::Exponential {
+            base_ns: ms(100),
+            cap_ns: ms(500),
+            multiplier: 2.0,
+            immediate_first: true,
+        };
+        let mut r = rng();
+        let untouched = rng();
+        let got: Vec<u64> =
+            (1..=5).map(|k| expo.delay(k, &mut expo.initial_state(), &mut r).as_ns() / 1_000_000).collect();
+        assert_eq!(got, [0, 200, 400, 500, 500]);
+        assert_eq!(r, untouched);
+        // With backoff_jitter = 0.05: nothing drawn for the first retry, U(0, 50 ms) added after.
+        let add = Backoff::AdditiveJitter {
+            base_ns: ms(100),
+            cap_ns: ms(1000),
+            multiplier: 2.0,
+            jitter_ns: ms(50),
+            immediate_first: true,
+        };
+        assert_eq!(add.delay(1, &mut add.initial_state(), &mut r).as_ns(), 0);
+        assert_eq!(r, untouched);
+        let xs = sample(&add, 3);
+        assert!(xs.iter().all(|&x| (400.0..=450.0).contains(&x)));
+        assert_mean(&xs, 425.0);
+    }
+
+    #[test]
     fn additive_and_proportional_jitter() {
         let add = Backoff::AdditiveJitter {
             base_ns: ms(100),
             cap_ns: ms(1000),
             multiplier: 2.0,
             jitter_ns: ms(50),
+            immediate_first: false,
         };
         let xs = sample(&add, 2);
         assert!(xs.iter().all(|&x| (200.0..=250.0).contains(&x)));

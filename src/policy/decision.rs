@@ -387,7 +387,7 @@ mod tests {
         let backoffs = [
             Backoff::FullJitter { base_ns: 10.0, cap_ns: 1e3, multiplier: 2.0 },
             Backoff::DecorrelatedJitter { base_ns: 10.0, cap_ns: 1e3 },
-            Backoff::Exponential { base_ns: 10.0, cap_ns: 1e3, multiplier: 3.0 },
+            Backoff::Exponential { base_ns: 10.0, cap_ns: 1e3, multiplier: 3.0, immediate_first: false },
         ];
         let outcomes =
             [Outcome::Status(503), Outcome::Status(400), Outcome::Timeout, Outcome::ConnectionError];

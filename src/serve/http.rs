@@ -113,6 +113,9 @@ fn respond(a: &HttpAnswer) -> Reply {
     if let Some(ms) = a.retry_after_ms {
         h.insert("retry-after-ms", ms.into());
     }
+    if let Some(ms) = a.amz_retry_after_ms {
+        h.insert("x-amz-retry-after", ms.into());
+    }
     if a.dont_retry {
         h.insert("x-retrysim-dont-retry", 1.into());
     }

@@ -6,7 +6,9 @@
 //!   seconds or a date), or as an HTTP-date with `--retry-after-date`; when the model's delay
 //!   is not a whole number of seconds (a `retry_after = "500ms"`, a rate limiter's
 //!   `retry_after = "exact"`), `Retry-After-Ms` carries it in milliseconds as well (the header
-//!   Azure's SDKs read).
+//!   Azure's SDKs read). `x-amz-retry-after` carries it in milliseconds on every such answer:
+//!   it is the only form the AWS SDKs read (botocore 1.44's `ExponentialBackoff` reads
+//!   `x-amz-retry-after` and nothing else), so that an AWS client meets the same server value.
 //! - "Overloaded; don't retry" (`reject_dont_retry`) has no HTTP header of its own: it is
 //!   sent as `X-Retrysim-Dont-Retry: 1` without Retry-After, so that a client can be taught to
 //!   read it.
@@ -35,12 +37,20 @@ pub struct HttpAnswer {
     pub retry_after: Option<String>,
     /// `Retry-After-Ms`'s value.
     pub retry_after_ms: Option<u64>,
+    /// `x-amz-retry-after`'s value: the delay in milliseconds, rounded up.
+    pub amz_retry_after_ms: Option<u64>,
     pub dont_retry: bool,
 }
 
 impl HttpAnswer {
     pub fn status(status: u16) -> HttpAnswer {
-        HttpAnswer { status, retry_after: None, retry_after_ms: None, dont_retry: false }
+        HttpAnswer {
+            status,
+            retry_after: None,
+            retry_after_ms: None,
+            amz_retry_after_ms: None,
+            dont_retry: false,
+        }
     }
 }
 
@@ -79,9 +89,11 @@ pub fn answer(reply: Reply, style: RetryAfterStyle, now: SystemTime) -> Answer {
                     httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(whole))
                 }
             });
+            let ms = ns.div_ceil(1_000_000);
             if !ns.is_multiple_of(1_000_000_000) {
-                a.retry_after_ms = Some(ns.div_ceil(1_000_000));
+                a.retry_after_ms = Some(ms);
             }
+            a.amz_retry_after_ms = Some(ms);
         }
     }
     Answer::Http(a)
@@ -109,6 +121,7 @@ mod tests {
             status: 503,
             retry_after: Some("2".into()),
             retry_after_ms: Some(1500),
+            amz_retry_after_ms: Some(1500),
             dont_retry: false,
         };
         assert_eq!(a, Answer::Http(want));
@@ -121,6 +134,7 @@ mod tests {
             status: 429,
             retry_after: Some("3".into()),
             retry_after_ms: None,
+            amz_retry_after_ms: Some(3000),
             dont_retry: false,
         };
         assert_eq!(a, Answer::Http(want));
@@ -145,7 +159,7 @@ mod tests {
         else {
             panic!()
         };
-        assert!(a.dont_retry && a.retry_after.is_none());
+        assert!(a.dont_retry && a.retry_after.is_none() && a.amz_retry_after_ms.is_none());
         assert_eq!(answer(Reply::of(Outcome::Timeout), RetryAfterStyle::Seconds, now), Answer::Silence);
         assert_eq!(answer(Reply::of(Outcome::ConnectionError), RetryAfterStyle::Seconds, now), Answer::Reset);
     }

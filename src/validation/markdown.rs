@@ -135,7 +135,7 @@ pub fn render(findings: &[Finding]) -> String {
          - A row `within [low, high]` requires every observation of every run to lie in the \
          interval; the simulated cell shows the smallest and largest seen.\n\
          - Runs per check were chosen so that the 95 % half-width is near 1 % of the value where \
-         the time budget allows (the whole suite runs in well under a minute on 2 cores).\n\n"
+         the time budget allows (the whole suite runs in well under a minute on 2 cores).\n         - The presets are also checked against the production retry libraries themselves          (urllib3, botocore, tenacity, axios-retry) driven against `retrysim serve`; real          clients' timings are not byte-reproducible, so that suite's table is          [docs/conformance.md](docs/conformance.md), written by tests/it/system/conformance.rs.\n\n"
     );
     md.push_str("## Summary\n\n");
     md.push_str(&summary_table(findings));

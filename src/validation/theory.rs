@@ -87,9 +87,9 @@ pub fn delay_laws(b: &BackoffSpec, retries: u32) -> Option<Vec<DelayLaw>> {
     let cap = |c: &Option<Duration>| c.map_or(f64::INFINITY, Duration::as_secs_f64);
     let v = |base: Duration, cap: f64, m: f64, k: u32| cap.min(base.as_secs_f64() * m.powi(k as i32 - 1));
     let laws = match b {
-        BackoffSpec::Exponential { base, cap: c, multiplier } => (1..=retries)
+        BackoffSpec::Exponential { base, cap: c, multiplier, immediate_first } => (1..=retries)
             .map(|k| {
-                let v = v(*base, cap(c), *multiplier, k);
+                let v = if *immediate_first && k == 1 { 0.0 } else { v(*base, cap(c), *multiplier, k) };
                 DelayLaw { mean: v, low: v, high: v }
             })
             .collect(),

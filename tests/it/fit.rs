@@ -39,11 +39,13 @@ fn backoff(kind: Kind) -> Backoff {
         Kind::None => Backoff::None,
         Kind::Constant => Backoff::Constant { base_ns },
         Kind::Linear => Backoff::Linear { base_ns, cap_ns },
-        Kind::Exponential => Backoff::Exponential { base_ns, cap_ns, multiplier },
+        Kind::Exponential => Backoff::Exponential { base_ns, cap_ns, multiplier, immediate_first: false },
         Kind::FullJitter => Backoff::FullJitter { base_ns, cap_ns, multiplier },
         Kind::EqualJitter => Backoff::EqualJitter { base_ns, cap_ns, multiplier },
         Kind::DecorrelatedJitter => Backoff::DecorrelatedJitter { base_ns, cap_ns },
-        Kind::AdditiveJitter => Backoff::AdditiveJitter { base_ns, cap_ns, multiplier, jitter_ns: 0.05e9 },
+        Kind::AdditiveJitter => {
+            Backoff::AdditiveJitter { base_ns, cap_ns, multiplier, jitter_ns: 0.05e9, immediate_first: false }
+        }
         Kind::ProportionalJitter => Backoff::ProportionalJitter { base_ns, cap_ns, multiplier, p: 0.2 },
     }
 }

@@ -1,10 +1,11 @@
 //! retrysim's integration tests, in one binary (nexosim's layout): each module is one subject,
 //! and the crate is linked once instead of once per file.
 //!
-//! `system` holds the two tests that drive real components installed on the machine (headless
-//! Chromium, a local Slurm cluster). Each provisions its component when it is missing
-//! (`apt-get`, as root) and fails naming what to install when it cannot; a contributor without
-//! root leaves exactly those out with `cargo test --release -- --skip system::`.
+//! `system` holds the three tests that drive real components installed on the machine (headless
+//! Chromium, a local Slurm cluster, the retry libraries of the conformance suite). Each
+//! provisions its component when it is missing (`apt-get` as root; PyPI and npm into the
+//! target directory) and fails naming what to install when it cannot; a contributor without
+//! them leaves exactly those out with `cargo test --release -- --skip system::`.
 
 mod admission_control;
 mod architecture;

@@ -276,6 +276,13 @@ fn a_scripted_sequence_is_answered_as_the_model_answers_it() {
     assert_eq!(ninth.status, 429);
     let ra: u64 = ninth.headers["retry-after"].parse().unwrap();
     assert!((58..=60).contains(&ra), "Retry-After {ra}: the window ends a minute after the start");
+    // The AWS SDKs read only x-amz-retry-after, in milliseconds: the same value, unrounded.
+    let amz_ms: u64 = ninth.headers["x-amz-retry-after"].parse().unwrap();
+    assert!(
+        amz_ms.div_ceil(1000) == ra && amz_ms > (ra - 1) * 1000,
+        "x-amz-retry-after {amz_ms} ms vs {ra} s"
+    );
+    assert!(!first.headers.contains_key("x-amz-retry-after"), "no Retry-After, no x-amz-retry-after");
 
     assert_eq!(log.rows.len(), 9, "one row per request");
     let model = model_answers(SCRIPTED, &log);

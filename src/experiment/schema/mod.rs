@@ -1371,6 +1371,14 @@ pub static IMPORT: Table = Table {
 
 const BASE: Field = f("base", Ty::Duration, Required, "base delay");
 const CAP: Field = f("cap", Ty::Duration, Absent("no cap"), "longest delay").rules("cap >= base");
+/// urllib3's `Retry.get_backoff_time` (2.x): 0 while the run of errors is 1, the formula from
+/// the second retry on.
+const IMMEDIATE_FIRST: Field = f(
+    "immediate_first",
+    Ty::Bool,
+    Value("false"),
+    "the first retry goes at once, the formula applies from retry 2 (urllib3)",
+);
 const MULTIPLIER: Field = f("multiplier", Ty::Num, Value("2.0"), "growth per retry")
     .range(Range::AtLeast(1.0))
     .message("{v} would shrink the delays: multiplier must be a finite number >= 1");
@@ -1386,7 +1394,7 @@ pub static BACKOFF: Tagged = Tagged {
         Variant {
             kind: "exponential",
             doc: "min(cap, base * multiplier^(k-1))",
-            fields: &[BASE, CAP, MULTIPLIER],
+            fields: &[BASE, CAP, MULTIPLIER, IMMEDIATE_FIRST],
         },
         Variant {
             kind: "full-jitter",
@@ -1411,7 +1419,13 @@ pub static BACKOFF: Tagged = Tagged {
         Variant {
             kind: "additive-jitter",
             doc: "min(cap, base * multiplier^(k-1) + U(0, jitter))",
-            fields: &[BASE, CAP, MULTIPLIER, f("jitter", Ty::Duration, Required, "the most added at random")],
+            fields: &[
+                BASE,
+                CAP,
+                MULTIPLIER,
+                f("jitter", Ty::Duration, Required, "the most added at random"),
+                IMMEDIATE_FIRST,
+            ],
         },
         Variant {
             kind: "proportional-jitter",

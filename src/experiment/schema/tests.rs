@@ -157,7 +157,7 @@ retry_other_replica = true
 host_selection_retry_max_attempts = 2
 [[strategies]]
 name = "tb"
-backoff = { kind = "exponential", base = "10ms", cap = "1s", multiplier = 3.0 }
+backoff = { kind = "exponential", base = "10ms", cap = "1s", multiplier = 3.0, immediate_first = true }
 budget = { kind = "token-bucket", capacity = 100.0, retry_cost = 5.0, timeout_cost = 10.0, throttling_cost = 5.0, success_refund = 1.0, scope = "shared" }
 breaker = { window = 50, failure_rate = 0.5, slow_call_rate = 0.9, slow_call_duration = "200ms", minimum_calls = 20, open_for = "2s", half_open_calls = 3, scope = "client" }
 throttle = { kind = "sre", k = 2.0, window = "1m", scope = "shared" }
@@ -195,7 +195,7 @@ backoff = { kind = "none" }
 breaker = { kind = "retry-ratio", threshold = 0.2 }
 [[strategies]]
 name = "others"
-backoff = { kind = "additive-jitter", base = "1ms", cap = "1s", multiplier = 2.0, jitter = "3ms" }
+backoff = { kind = "additive-jitter", base = "1ms", cap = "1s", multiplier = 2.0, jitter = "3ms", immediate_first = false }
 [[strategies]]
 name = "more"
 backoff = { kind = "equal-jitter", base = "1ms", cap = "1s" }

@@ -1,7 +1,10 @@
-//! Tests against real components the machine must have: a headless browser, a Slurm cluster
-//! and Python's grpcio. Each provisions its component when it is missing (Debian's packages
-//! through `apt-get`, as root; grpcio from PyPI into a venv under the target dir), so README's `cargo test --release` passes on a fresh machine; where it
-//! cannot (no root, no apt-get, no registry) the test fails naming what to install. They are
+//! Tests against real components the machine must have: a headless browser, a Slurm cluster,
+//! Python's grpcio, and the production retry libraries of the conformance suite (Python and
+//! Node packages from their registries). Each provisions its component when it is missing
+//! (Debian's packages through `apt-get`, as root; grpcio and the libraries into the target
+//! directory, a venv and `npm ci`), so README's `cargo test --release` passes on a fresh
+//! machine; where it cannot (no root, no apt-get, no registry) the test fails naming what to
+//! install. They are
 //! never skipped silently: a contributor without root leaves exactly these out with
 //! `cargo test --release -- --skip system::` (README, "Two commands").
 
@@ -9,6 +12,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 mod browser;
+mod conformance;
 mod grpc_service_config;
 mod slurm;
 
