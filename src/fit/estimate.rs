@@ -343,7 +343,7 @@ fn params_of(kind: Kind, x: &[f64], sigma_floor_s: f64) -> Params {
     let cap_s = if kind.has_cap() { SIGMA_FLOOR_S + it.next().expect("cap").exp() } else { f64::INFINITY };
     let multiplier =
         if kind.has_multiplier() { 1.0 + 9.0 / (1.0 + (-it.next().expect("multiplier")).exp()) } else { 2.0 };
-    let extra = match kind {
+    let extra = match kind.formula() {
         Kind::AdditiveJitter => SIGMA_FLOOR_S + it.next().expect("jitter").exp(),
         // p below 1/2: at p = 1 the kind would be full jitter under another base.
         Kind::ProportionalJitter => 0.5 / (1.0 + (-it.next().expect("p")).exp()),
@@ -354,6 +354,24 @@ fn params_of(kind: Kind, x: &[f64], sigma_floor_s: f64) -> Params {
 
 /// Starting points for the optimiser, from simple statistics of the delays.
 fn starts(kind: Kind, samples: &[Sample]) -> Vec<Vec<f64>> {
+    if kind.immediate_first() {
+        // From retry 2 on, the formula's own: its starts on the delays of retry 2 and later,
+        // each taken as one retry earlier, with the base moved back one growth step
+        // (x = [sigma, base, cap, multiplier, ...] for both such kinds).
+        let later: Vec<Sample> =
+            samples.iter().filter(|s| s.k >= 2).map(|s| Sample { k: s.k - 1, ..*s }).collect();
+        if later.is_empty() {
+            return starts(kind.formula(), samples);
+        }
+        return starts(kind.formula(), &later)
+            .into_iter()
+            .map(|mut x| {
+                let multiplier = 1.0 + 9.0 / (1.0 + (-x[3]).exp());
+                x[1] -= multiplier.ln();
+                x
+            })
+            .collect();
+    }
     let of_k = |k: u32| -> Vec<f64> {
         let mut v: Vec<f64> = samples.iter().filter(|s| s.k == k).map(|s| s.delay_s).collect();
         v.sort_by(f64::total_cmp);
@@ -378,14 +396,14 @@ fn starts(kind: Kind, samples: &[Sample]) -> Vec<Vec<f64>> {
     let growth = if second.is_empty() {
         2.0
     } else {
-        let ratio = match kind {
+        let ratio = match kind.formula() {
             Kind::FullJitter | Kind::EqualJitter => second[second.len() - 1] / max1,
             Kind::AdditiveJitter => second[0] / min1,
             _ => median(&second) / med1,
         };
         if ratio.is_finite() { ratio.clamp(1.05, 9.9) } else { 2.0 }
     };
-    let base = match kind {
+    let base = match kind.formula() {
         Kind::None => 0.0,
         Kind::Constant => median(&all),
         Kind::Linear | Kind::Exponential => med1,
@@ -393,6 +411,7 @@ fn starts(kind: Kind, samples: &[Sample]) -> Vec<Vec<f64>> {
         Kind::EqualJitter => max1,
         Kind::DecorrelatedJitter | Kind::AdditiveJitter => min1,
         Kind::ProportionalJitter => mean1,
+        Kind::ExponentialImmediateFirst | Kind::AdditiveJitterImmediateFirst => unreachable!("a formula"),
     };
     let sigma = pos(0.01 * median(&all));
     let caps: &[f64] = if kind.has_cap() { &[1.001, 100.0] } else { &[1.0] };
@@ -410,7 +429,7 @@ fn starts(kind: Kind, samples: &[Sample]) -> Vec<Vec<f64>> {
                 let g = ((growth - 1.0) / 9.0).clamp(0.001, 0.999);
                 x.push((g / (1.0 - g)).ln());
             }
-            match kind {
+            match kind.formula() {
                 Kind::AdditiveJitter => x.push(pos(max1 - min1).ln()),
                 Kind::ProportionalJitter => {
                     let p = ((max1 - min1) / (max1 + min1)).clamp(0.005, 0.495);

@@ -14,8 +14,10 @@ use std::f64::consts::PI;
 const POINT_NOISE_SHARE: f64 = 0.02;
 
 /// A backoff kind that `fit` can recognise: the ones of DESIGN §4.1 whose delay is a point or
-/// a uniform draw given the retry number and the previous delay. (`decorrelated-jitter-v2`,
-/// Polly's curve, is not among them: its delay is not uniform.)
+/// a uniform draw given the retry number and the previous delay, and `exponential` and
+/// `additive-jitter` with `immediate_first` (urllib3 2.x: the first retry at once, then the
+/// formula from retry 2 on). (`decorrelated-jitter-v2`, Polly's curve, is not among them: its
+/// delay is not uniform.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     None,
@@ -27,10 +29,14 @@ pub enum Kind {
     DecorrelatedJitter,
     AdditiveJitter,
     ProportionalJitter,
+    /// `exponential` with `immediate_first = true`.
+    ExponentialImmediateFirst,
+    /// `additive-jitter` with `immediate_first = true`.
+    AdditiveJitterImmediateFirst,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::None,
         Kind::Constant,
         Kind::Linear,
@@ -40,11 +46,38 @@ impl Kind {
         Kind::DecorrelatedJitter,
         Kind::AdditiveJitter,
         Kind::ProportionalJitter,
+        Kind::ExponentialImmediateFirst,
+        Kind::AdditiveJitterImmediateFirst,
     ];
 
-    /// The name of the kind in experiment files.
-    pub fn name(self) -> &'static str {
+    /// The kind whose formula this one follows from its second retry on (itself for all but
+    /// the `immediate_first` kinds).
+    pub fn formula(self) -> Kind {
         match self {
+            Kind::ExponentialImmediateFirst => Kind::Exponential,
+            Kind::AdditiveJitterImmediateFirst => Kind::AdditiveJitter,
+            other => other,
+        }
+    }
+
+    /// Whether the first retry goes at once (`immediate_first = true`).
+    pub fn immediate_first(self) -> bool {
+        self != self.formula()
+    }
+
+    /// The kind as `fit` names it in its tables: the experiment file's kind, with
+    /// `immediate_first` said when it is set.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::ExponentialImmediateFirst => "exponential, immediate_first",
+            Kind::AdditiveJitterImmediateFirst => "additive-jitter, immediate_first",
+            other => other.name(),
+        }
+    }
+
+    /// The name of the kind in experiment files (`immediate_first` is a key of its own).
+    pub fn name(self) -> &'static str {
+        match self.formula() {
             Kind::None => "none",
             Kind::Constant => "constant",
             Kind::Linear => "linear",
@@ -54,18 +87,21 @@ impl Kind {
             Kind::DecorrelatedJitter => "decorrelated-jitter",
             Kind::AdditiveJitter => "additive-jitter",
             Kind::ProportionalJitter => "proportional-jitter",
+            Kind::ExponentialImmediateFirst | Kind::AdditiveJitterImmediateFirst => {
+                unreachable!("formula() maps these to their formula's kind")
+            }
         }
     }
 
     /// Whether the kind has a `cap`.
     pub fn has_cap(self) -> bool {
-        !matches!(self, Kind::None | Kind::Constant)
+        !matches!(self.formula(), Kind::None | Kind::Constant)
     }
 
     /// Whether the kind has a `multiplier` (growth per retry).
     pub fn has_multiplier(self) -> bool {
         matches!(
-            self,
+            self.formula(),
             Kind::Exponential
                 | Kind::FullJitter
                 | Kind::EqualJitter
@@ -76,7 +112,7 @@ impl Kind {
 
     /// The kind's own parameter beside base, cap and multiplier: `jitter` (seconds) or `p`.
     pub fn extra(self) -> Option<&'static str> {
-        match self {
+        match self.formula() {
             Kind::AdditiveJitter => Some("jitter"),
             Kind::ProportionalJitter => Some("p"),
             _ => None,
@@ -274,9 +310,12 @@ fn normal_between(lower: f64, upper: f64) -> f64 {
 /// `params`, given the previous observed delay of the same operation (`None` before the first
 /// retry). The formulas are DESIGN §4.1's.
 pub fn delay(kind: Kind, p: &Params, k: u32, previous_s: Option<f64>) -> Delay {
+    if kind.immediate_first() && k == 1 {
+        return Delay::point(0.0);
+    }
     let growth = p.multiplier.powi(k as i32 - 1);
     let v = (p.base_s * growth).min(p.cap_s);
-    match kind {
+    match kind.formula() {
         Kind::None => Delay::point(0.0),
         Kind::Constant => Delay::point(p.base_s),
         Kind::Linear => Delay::point((p.base_s * k as f64).min(p.cap_s)),
@@ -294,6 +333,9 @@ pub fn delay(kind: Kind, p: &Params, k: u32, previous_s: Option<f64>) -> Delay {
         }
         Kind::ProportionalJitter => {
             Delay::one(Piece { low: v * (1.0 - p.extra), high: v * (1.0 + p.extra), weight: 1.0 })
+        }
+        Kind::ExponentialImmediateFirst | Kind::AdditiveJitterImmediateFirst => {
+            unreachable!("formula() maps these to their formula's kind")
         }
     }
 }

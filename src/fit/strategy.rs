@@ -37,10 +37,13 @@ fn keys(f: &KindFit) -> Vec<(&'static str, String)> {
     if f.kind.has_multiplier() {
         out.push(("multiplier", sig(p.multiplier, 3)));
     }
-    match f.kind {
+    match f.kind.formula() {
         Kind::AdditiveJitter => out.push(("jitter", quoted(p.extra))),
         Kind::ProportionalJitter => out.push(("p", sig(p.extra, 2))),
         _ => {}
+    }
+    if f.kind.immediate_first() {
+        out.push(("immediate_first", "true".to_string()));
     }
     out
 }
@@ -140,15 +143,15 @@ pub fn render(r: &FitReport, source: &str, name: &str) -> String {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "{:<21} {:>12} {:>10}  parameters (maximum likelihood)",
+            "{:<32} {:>12} {:>10}  parameters (maximum likelihood)",
             "backoff kind", "ln L", "dBIC"
         );
         let best = r.fits[0].bic;
         for f in &r.fits {
             let _ = writeln!(
                 s,
-                "{:<21} {:>12.1} {:>10.1}  {}",
-                f.kind.name(),
+                "{:<32} {:>12.1} {:>10.1}  {}",
+                f.kind.label(),
                 f.log_likelihood,
                 f.bic - best,
                 describe(f)
@@ -157,7 +160,7 @@ pub fn render(r: &FitReport, source: &str, name: &str) -> String {
         let _ = writeln!(
             s,
             "goodness of fit of {}: Kolmogorov-Smirnov D = {:.4}, p = {} over {} delays (fitted parameters: a low p rejects, a high one does not prove)",
-            r.best().kind.name(),
+            r.best().kind.label(),
             r.ks_statistic,
             p_value(r.ks_p_value),
             r.delays
@@ -177,9 +180,9 @@ pub fn render(r: &FitReport, source: &str, name: &str) -> String {
             let _ = writeln!(
                 s,
                 "best: {} (dBIC {:.1} to {})",
-                r.best().kind.name(),
+                r.best().kind.label(),
                 r.fits[1].bic - r.fits[0].bic,
-                r.fits[1].kind.name()
+                r.fits[1].kind.label()
             );
             let _ = writeln!(s);
             s.push_str(&block(r, name));
@@ -202,8 +205,8 @@ pub fn render(r: &FitReport, source: &str, name: &str) -> String {
             let _ = writeln!(
                 s,
                 "undecided: {} and {} fit as well as each other (dBIC {:.1} < {}); record more retries",
-                first.name(),
-                second.name(),
+                first.label(),
+                second.label(),
                 delta_bic,
                 super::estimate::BIC_DECISIVE
             );

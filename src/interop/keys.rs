@@ -17,6 +17,10 @@ const NEUTRAL: &[(&str, &str)] = &[
     ("retry_other_replica", "false"),
     ("host_selection_retry_max_attempts", "1"),
     ("layers", "[]"),
+    // The call graph's switches (DESIGN §3.7), off by default.
+    ("propagate_deadline", "false"),
+    ("propagate_cancellation", "false"),
+    ("cancel_in_service", "false"),
 ];
 
 /// Whether `key = v` of `table` changes nothing a library could be told (see [`NEUTRAL`]).

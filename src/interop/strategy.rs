@@ -203,7 +203,14 @@ impl Loss {
 /// strategy, or a setting that another key switches off).
 fn neutral(s: &Strategy<'_>, key: &str, value: &Value) -> bool {
     match key {
-        "honor_retry_after" | "honor_dont_retry" | "retry_other_replica" => value.as_bool() == Some(false),
+        // The call graph's switches (DESIGN §3.7) do nothing without `[[services]]`, which no
+        // production retry config describes.
+        "honor_retry_after"
+        | "honor_dont_retry"
+        | "retry_other_replica"
+        | "propagate_deadline"
+        | "propagate_cancellation"
+        | "cancel_in_service" => value.as_bool() == Some(false),
         "retry_after_mode" | "retry_after_cap" => !s.honors_retry_after(),
         "host_selection_retry_max_attempts" => !s.flag("retry_other_replica"),
         "idempotency" => value.as_str() == Some("none"),
