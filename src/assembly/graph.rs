@@ -1,14 +1,12 @@
 //! `[[services]]` and a strategy's graph keys as the model's call graph (DESIGN §3.7): each
 //! service's server and replicas, each edge's callee and client policy.
 
-use super::client::{backoff, breaker, budget, retry_on};
+use super::hop::Hop;
 use super::replicas::replicas;
 use super::server::server;
-use crate::experiment::{Duration, ExperimentSpec, HopPolicySpec, Strategy};
+use crate::experiment::{ExperimentSpec, Strategy};
 use crate::model::graph::{EdgeParams, GraphParams, ServiceParams};
 use crate::model::replicas::ReplicaParams;
-use crate::policy::gate::GateParams;
-use crate::policy::{RetryAfterMode, RetryAfterPolicy, RetryPolicy};
 
 /// The call graph of `spec` as `strategy` runs it, or `None` without `[[services]]`.
 pub fn graph(spec: &ExperimentSpec, strategy: &Strategy) -> Option<GraphParams> {
@@ -35,12 +33,8 @@ pub fn graph(spec: &ExperimentSpec, strategy: &Strategy) -> Option<GraphParams> 
                         count: c.count,
                         parallel: c.parallel,
                         optional: c.optional,
-                        retry: hop_retry(policy),
-                        gate: GateParams {
-                            budget: policy.budget.as_ref().map(budget),
-                            breaker: policy.breaker.as_ref().map(breaker),
-                            ..GateParams::default()
-                        },
+                        retry: Hop::edge(policy).retry(),
+                        gate: Hop::edge(policy).gate(),
                     }
                 })
                 .collect(),
@@ -52,18 +46,4 @@ pub fn graph(spec: &ExperimentSpec, strategy: &Strategy) -> Option<GraphParams> 
         propagate_cancellation: strategy.policy.propagate_cancellation,
         cancel_in_service: strategy.policy.cancel_in_service,
     })
-}
-
-/// An edge's retry policy: its attempts, timeout, deadline, `retry_on`, backoff and
-/// `honor_dont_retry`; Retry-After is passed up, not read (as a gateway layer).
-fn hop_retry(p: &HopPolicySpec) -> RetryPolicy {
-    RetryPolicy {
-        backoff: backoff(&p.backoff),
-        retry_on: retry_on(p.retry_on.as_deref()),
-        max_attempts: p.max_attempts,
-        timeout: p.timeout.map(Duration::span),
-        deadline: p.deadline.map(Duration::span),
-        retry_after: RetryAfterPolicy { honor: false, cap: None, mode: RetryAfterMode::Replace },
-        honor_dont_retry: p.honor_dont_retry,
-    }
 }

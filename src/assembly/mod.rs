@@ -11,6 +11,7 @@ pub mod faults;
 pub mod gateways;
 pub mod graph;
 pub mod hedge;
+mod hop;
 pub mod network;
 pub mod replicas;
 pub mod server;

@@ -8,14 +8,14 @@ use std::collections::BTreeSet;
 use toml::{Table, Value};
 
 /// Keys whose value here changes nothing a library could be told: a strategy may carry them
-/// to any target. `retry_after_mode` and `retry_after_cap` join them when `honor_retry_after`
-/// is off, since neither is read then.
+/// to any target, whichever format reads it. `retry_after_mode` and `retry_after_cap` join
+/// them when `honor_retry_after` is off, and `host_selection_retry_max_attempts` when
+/// `retry_other_replica` is, since none of them is read then.
 const NEUTRAL: &[(&str, &str)] = &[
     ("honor_retry_after", "false"),
     ("honor_dont_retry", "false"),
     ("idempotency", "\"none\""),
     ("retry_other_replica", "false"),
-    ("host_selection_retry_max_attempts", "1"),
     ("layers", "[]"),
     // The call graph's switches (DESIGN §3.7), off by default.
     ("propagate_deadline", "false"),
@@ -28,6 +28,8 @@ pub(crate) fn is_neutral(table: &Table, key: &str, v: &Value) -> bool {
     NEUTRAL.iter().any(|(nk, nv)| *nk == key && nv.parse::<Value>().is_ok_and(|n| &n == v))
         || (matches!(key, "retry_after_mode" | "retry_after_cap")
             && table.get("honor_retry_after").and_then(Value::as_bool) != Some(true))
+        || (key == "host_selection_retry_max_attempts"
+            && table.get("retry_other_replica").and_then(Value::as_bool) != Some(true))
 }
 
 /// A strategy table read by an export: every key a format takes is its to write; the rest,

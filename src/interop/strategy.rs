@@ -178,7 +178,10 @@ impl Loss {
     /// than what leaving it out means, so that nothing the strategy does is lost silently.
     pub fn only(&mut self, s: &Strategy<'_>, carried: &[&str], target: &str) -> Result<(), InteropError> {
         for (key, value) in s.table {
-            if key == "name" || carried.contains(&key.as_str()) || neutral(s, key, value) {
+            if key == "name"
+                || carried.contains(&key.as_str())
+                || super::keys::is_neutral(s.table, key, value)
+            {
                 continue;
             }
             self.cannot(key, format!("{target} has no such setting"))?;
@@ -196,26 +199,6 @@ impl Loss {
             out.push_str(&format!("{prefix}   {d}\n"));
         }
         out
-    }
-}
-
-/// Whether `key = value` does what leaving the key out does (the default of a complete
-/// strategy, or a setting that another key switches off).
-fn neutral(s: &Strategy<'_>, key: &str, value: &Value) -> bool {
-    match key {
-        // The call graph's switches (DESIGN §3.7) do nothing without `[[services]]`, which no
-        // production retry config describes.
-        "honor_retry_after"
-        | "honor_dont_retry"
-        | "retry_other_replica"
-        | "propagate_deadline"
-        | "propagate_cancellation"
-        | "cancel_in_service" => value.as_bool() == Some(false),
-        "retry_after_mode" | "retry_after_cap" => !s.honors_retry_after(),
-        "host_selection_retry_max_attempts" => !s.flag("retry_other_replica"),
-        "idempotency" => value.as_str() == Some("none"),
-        "layers" => value.as_array().is_some_and(Vec::is_empty),
-        _ => false,
     }
 }
 

@@ -35,7 +35,7 @@
 
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{Instant, Span};
-use crate::policy::gate::{Admit, Answered, CostClass, Gate, GateParams};
+use crate::policy::gate::{Admit, CostClass, Gate, GateParams};
 use crate::policy::{BackoffState, Decision, FailedAttempt, Outcome, RetryPolicy};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -230,18 +230,7 @@ impl Gateways {
     fn tell_gate(&mut self, ticket: u32, outcome: Outcome, now: Instant) {
         let t = &self.tickets[ticket as usize];
         let layer = t.layer as usize;
-        if self.gates[layer].is_empty() {
-            return;
-        }
-        let a = Answered {
-            now,
-            attempt: t.attempts,
-            outcome,
-            latency: now.since(t.sent),
-            retryable: self.layers[layer].retry_on.retries(outcome),
-            inflight: 0,
-        };
-        self.gates[layer].answered(0, &a);
+        self.gates[layer].hop_answered(&self.layers[layer], t.attempts, outcome, t.sent, now);
     }
 
     /// Whether `ticket` still waits for the outcome of its attempt `attempt` (not after it
@@ -288,13 +277,13 @@ impl Gateways {
             started: t.received,
             now,
         };
-        let decision = if self.gates[layer].is_empty() {
-            policy.after_failure(&failed, &mut t.backoff, &mut (), &mut self.rng)
-        } else {
-            let mut controls = self.gates[layer].client(0, &mut t.last_cost);
-            policy.after_failure(&failed, &mut t.backoff, &mut controls, &mut self.rng)
-        };
-        match decision {
+        match self.gates[layer].hop_decision(
+            &policy,
+            &failed,
+            &mut t.backoff,
+            &mut t.last_cost,
+            &mut self.rng,
+        ) {
             Decision::Retry { delay, .. } => {
                 t.k += 1;
                 Step::Retry(delay)

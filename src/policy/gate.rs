@@ -25,7 +25,9 @@ use super::limit::{LimitParams, Limiter, Release};
 use super::throttle::{
     AwsAdaptive, EnvoyAdmission, EnvoyAdmissionParams, SreThrottle, SreThrottleParams, envoy_admission,
 };
-use super::{BreakerState, FailReason, FailedAttempt, Outcome, RetryPermission};
+use super::{
+    BackoffState, BreakerState, Decision, FailReason, FailedAttempt, Outcome, RetryPermission, RetryPolicy,
+};
 use crate::engine::rng::u01;
 use crate::engine::{Instant, Span};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -361,6 +363,43 @@ impl Gate {
             let t = t.get(client);
             let cost = last_cost.cause().map(|c| t.params().cost(c));
             t.on_success(cost);
+        }
+    }
+
+    /// A proxy hop's controls (a gateway layer's, a call-graph edge's: one gate, one client,
+    /// the proxy) learn that it stopped waiting at `now` for its attempt `attempt`, sent at
+    /// `sent`. Nothing for a hop without controls.
+    #[inline]
+    pub fn hop_answered(
+        &mut self,
+        policy: &RetryPolicy,
+        attempt: u32,
+        outcome: Outcome,
+        sent: Instant,
+        now: Instant,
+    ) {
+        if self.is_empty() {
+            return;
+        }
+        let retryable = policy.retry_on.retries(outcome);
+        let a = Answered { now, attempt, outcome, latency: now.since(sent), retryable, inflight: 0 };
+        self.answered(0, &a);
+    }
+
+    /// A proxy hop's retry decision after `failed`, asking its controls when it has any.
+    #[inline]
+    pub fn hop_decision<R: rand::Rng + ?Sized>(
+        &mut self,
+        policy: &RetryPolicy,
+        failed: &FailedAttempt,
+        backoff: &mut BackoffState,
+        last_cost: &mut CostClass,
+        rng: &mut R,
+    ) -> Decision {
+        if self.is_empty() {
+            policy.after_failure(failed, backoff, &mut (), rng)
+        } else {
+            policy.after_failure(failed, backoff, &mut self.client(0, last_cost), rng)
         }
     }
 

@@ -392,6 +392,8 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
         )
     };
 
+    // The windows and classes, read once from the manifest's copy of the file.
+    let windows = window_names(set);
     let mut strategies = Vec::new();
     for (s, name) in set.strategies.iter().enumerate() {
         let points: Vec<usize> = (0..n).filter(|&p| set.summary_row(p, s).is_some()).collect();
@@ -425,7 +427,7 @@ pub fn verdict(set: &ResultSet, opts: &VerdictOptions) -> Result<Verdict, Report
         }
         // The windows at the point the headlines speak of first.
         let headline_point = if swept { worst.unwrap_or(reference) } else { 0 };
-        sentences.extend(window_names(set).iter().filter_map(|w| window_words(set, headline_point, s, w)));
+        sentences.extend(windows.iter().filter_map(|w| window_words(set, headline_point, s, w)));
 
         // Where it is metastable.
         if swept && let Some(m) = set.metric_index("metastable") {

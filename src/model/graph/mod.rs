@@ -44,7 +44,7 @@ use crate::engine::rng::{Stream, derive, stream};
 use crate::engine::{EventQueue, Instant, Scheduler, Span};
 use crate::metrics::RunRecorder;
 use crate::metrics::graph::{EdgeCounts, GraphCounts, ServiceCounts};
-use crate::policy::gate::{Admit, Answered, CostClass, Gate, GateParams};
+use crate::policy::gate::{Admit, CostClass, Gate, GateParams};
 use crate::policy::{Decision, FailedAttempt, Outcome, RetryPolicy};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tables::{Call, Caller, NO_EDGE, Phase, Slots, Ticket};
@@ -595,18 +595,7 @@ impl Graph {
     fn tell_gate(&mut self, t: u32, outcome: Outcome, now: Instant) {
         let tk = self.tickets.get(t);
         let edge = &mut self.edges[tk.edge as usize];
-        if edge.gate.is_empty() {
-            return;
-        }
-        let a = Answered {
-            now,
-            attempt: tk.attempts,
-            outcome,
-            latency: now.since(tk.sent_at),
-            retryable: edge.p.retry.retry_on.retries(outcome),
-            inflight: 0,
-        };
-        edge.gate.answered(0, &a);
+        edge.gate.hop_answered(&edge.p.retry, tk.attempts, outcome, tk.sent_at, now);
     }
 
     /// Ticket `t`'s attempt failed with `reply`: retry after the backoff, or end failed.
@@ -632,13 +621,7 @@ impl Graph {
             now,
         };
         let policy = edge.p.retry;
-        let decision = if edge.gate.is_empty() {
-            policy.after_failure(&failed, &mut tk.backoff, &mut (), &mut self.rng)
-        } else {
-            let mut controls = edge.gate.client(0, &mut tk.last_cost);
-            policy.after_failure(&failed, &mut tk.backoff, &mut controls, &mut self.rng)
-        };
-        match decision {
+        match edge.gate.hop_decision(&policy, &failed, &mut tk.backoff, &mut tk.last_cost, &mut self.rng) {
             Decision::Retry { delay, reset_backoff } => {
                 tk.k = if reset_backoff { 0 } else { tk.k + 1 };
                 s.schedule_in(delay, Ev::graph_send(t, tk.generation));
