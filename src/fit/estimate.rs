@@ -2,7 +2,7 @@
 //! the goodness of fit of the best, and the attempt limit and Retry-After treatment.
 
 use super::FitError;
-use super::kinds::{Delay, Kind, Params, delay};
+use super::kinds::{Delay, Kind, Noise, OVERHEAD_MAX_S, Params, delay};
 use super::log::AttemptLog;
 use crate::stats::{ks_p_value, ks_statistic, minimise};
 use std::collections::BTreeMap;
@@ -20,6 +20,10 @@ pub const BIC_DECISIVE: f64 = 2.0;
 const OUTLIER_SHARE: f64 = 1e-3;
 /// The smallest noise the fit allows, in seconds (below a log's clock resolution).
 const SIGMA_FLOOR_S: f64 = 1e-6;
+/// The smallest mean of the overhead's exponential part, in seconds (where it is the normal).
+const TAIL_FLOOR_S: f64 = 1e-9;
+/// The optimiser's starting value of the overhead's offset and tail: the logit of 1 %.
+const OVERHEAD_START: f64 = -4.595_119_850_134_59;
 
 /// One retry's delay: from the previous answer (or arrival) to this attempt's arrival.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -90,6 +94,10 @@ pub struct KindFit {
     /// be at least the largest delay the kind would have given there.
     pub cap_reached: bool,
     pub uncapped_max_s: f64,
+    /// Whether every delay this kind gives in the log (before the overhead) is at most
+    /// [`OVERHEAD_MAX_S`]: such a kind cannot be told from a client that retries at once
+    /// (`none`) and takes that long to send again, so it ranks after every kind that can.
+    pub within_overhead: bool,
 }
 
 /// What the log says of the attempt limit.
@@ -97,9 +105,10 @@ pub struct KindFit {
 pub enum Limit {
     /// Every operation that ended on a status the client retries elsewhere used this many.
     Exact(u32),
-    /// Such operations used different numbers (a budget, a deadline or mixed clients): the
-    /// most common, with the counts.
-    Mixed { most_common: u32, counts: BTreeMap<u32, usize> },
+    /// Such operations used different numbers (a budget, a quota, a deadline or mixed
+    /// clients): the largest, with the counts. The first three only ever stop an operation
+    /// early, so the largest is the limit of the client that reached it.
+    Mixed { largest: u32, counts: BTreeMap<u32, usize> },
     /// No operation ran out of attempts: the limit is at least the most attempts seen.
     AtLeast(u32),
 }
@@ -108,7 +117,7 @@ impl Limit {
     pub fn attempts(&self) -> u32 {
         match self {
             Limit::Exact(n) | Limit::AtLeast(n) => *n,
-            Limit::Mixed { most_common, .. } => *most_common,
+            Limit::Mixed { largest, .. } => *largest,
         }
     }
 }
@@ -164,6 +173,14 @@ impl FitReport {
     }
 }
 
+/// A log-likelihood or BIC as an integer in thousandths, so that two modes that explain the
+/// log equally (`replace` and `at-least-backoff` when every backoff is below the Retry-After:
+/// their likelihoods differ in the seventh decimal, by the optimiser's rounding) tie, and the
+/// stable sort keeps the simpler one, the first of [`RetryAfterMode::ALL`].
+fn tie_key(x: f64) -> i64 {
+    (x * 1e3).round() as i64
+}
+
 /// Fits `log` (read from `path`, named in errors).
 pub fn fit(log: &AttemptLog, path: &Path) -> Result<FitReport, FitError> {
     let samples = samples(log);
@@ -188,14 +205,15 @@ pub fn fit(log: &AttemptLog, path: &Path) -> Result<FitReport, FitError> {
     };
     let mut fits: Vec<KindFit> = per_kind
         .iter()
-        .map(|under| under.iter().min_by(|a, b| a.bic.total_cmp(&b.bic)).expect("one mode at least").clone())
+        .map(|under| under.iter().min_by_key(|f| tie_key(f.bic)).expect("one mode at least").clone())
         .collect();
-    fits.sort_by(|a, b| a.bic.total_cmp(&b.bic));
+    // The kinds that a log can tell from an immediate retry first, each group by BIC.
+    fits.sort_by(|a, b| a.within_overhead.cmp(&b.within_overhead).then(a.bic.total_cmp(&b.bic)));
     let retry_after = fits.first().filter(|_| with_ra > 0).map(|best| {
         let under = per_kind.iter().find(|u| u[0].kind == best.kind).expect("the best kind was fitted");
         let mut modes: Vec<(RetryAfterMode, f64)> =
             under.iter().map(|f| (f.mode, f.log_likelihood)).collect();
-        modes.sort_by(|a, b| b.1.total_cmp(&a.1));
+        modes.sort_by_key(|m| std::cmp::Reverse(tie_key(m.1)));
         RetryAfterFit { delays: with_ra, modes }
     });
     // The delays that tell of the backoff: all but those a Retry-After replaced.
@@ -209,7 +227,7 @@ pub fn fit(log: &AttemptLog, path: &Path) -> Result<FitReport, FitError> {
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    sample_delay(best.kind, best.mode, &best.params, s).pit(s.delay_s, best.params.sigma_s, i)
+                    sample_delay(best.kind, best.mode, &best.params, s).pit(s.delay_s, &best.params.noise, i)
                 })
                 .collect();
             let d = ks_statistic(&mut u);
@@ -297,9 +315,8 @@ fn limit(log: &AttemptLog, retried_after: &BTreeMap<u16, usize>) -> Limit {
         0 => Limit::AtLeast(most),
         1 => Limit::Exact(*counts.keys().next().expect("one entry")),
         _ => {
-            let (&most_common, _) =
-                counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).expect("two or more entries");
-            Limit::Mixed { most_common, counts }
+            let largest = *counts.keys().next_back().expect("two or more entries");
+            Limit::Mixed { largest, counts }
         }
     }
 }
@@ -326,14 +343,15 @@ fn negative_log_likelihood(
     samples
         .iter()
         .map(|s| {
-            let f = sample_delay(kind, mode, p, s).density(s.delay_s, p.sigma_s);
+            let f = sample_delay(kind, mode, p, s).density(s.delay_s, &p.noise);
             -((1.0 - OUTLIER_SHARE) * f + OUTLIER_SHARE * background).ln()
         })
         .sum()
 }
 
 /// The kind's parameters from the optimiser's unconstrained variables: logs of durations, of
-/// `multiplier - 1`, and the logit of proportional jitter's `p`.
+/// `multiplier - 1`, the logit of proportional jitter's `p`, and last the logits of the
+/// overhead's offset and tail as shares of [`OVERHEAD_MAX_S`].
 fn params_of(kind: Kind, x: &[f64], sigma_floor_s: f64) -> Params {
     let mut it = x.iter().copied();
     let sigma_s = sigma_floor_s + it.next().expect("sigma is always fitted").exp();
@@ -349,7 +367,10 @@ fn params_of(kind: Kind, x: &[f64], sigma_floor_s: f64) -> Params {
         Kind::ProportionalJitter => 0.5 / (1.0 + (-it.next().expect("p")).exp()),
         _ => 0.0,
     };
-    Params { base_s, cap_s, multiplier, extra, sigma_s }
+    let logistic = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let offset_s = OVERHEAD_MAX_S * logistic(it.next().expect("offset"));
+    let tail_s = TAIL_FLOOR_S + OVERHEAD_MAX_S * logistic(it.next().expect("tail"));
+    Params { base_s, cap_s, multiplier, extra, noise: Noise { offset_s, sigma_s, tail_s } }
 }
 
 /// Starting points for the optimiser, from simple statistics of the delays.
@@ -437,6 +458,8 @@ fn starts(kind: Kind, samples: &[Sample]) -> Vec<Vec<f64>> {
                 }
                 _ => {}
             }
+            // The overhead's offset and tail at 1 % of their bound (0.1 ms).
+            x.extend([OVERHEAD_START, OVERHEAD_START]);
             x
         })
         .collect()
@@ -493,6 +516,8 @@ fn fit_kind(kind: Kind, mode: RetryAfterMode, samples: &[Sample]) -> KindFit {
     let uncapped = Params { cap_s: f64::INFINITY, ..params };
     let uncapped_max_s =
         samples.iter().map(|s| delay(kind, &uncapped, s.k, s.previous_s).support().1).fold(0.0, f64::max);
+    let largest_s =
+        samples.iter().map(|s| delay(kind, &params, s.k, s.previous_s).support().1).fold(0.0, f64::max);
     let n = samples.len() as f64;
     KindFit {
         kind,
@@ -502,5 +527,6 @@ fn fit_kind(kind: Kind, mode: RetryAfterMode, samples: &[Sample]) -> KindFit {
         bic: kind.parameters() as f64 * n.ln() + 2.0 * best.value,
         cap_reached: kind.has_cap() && params.cap_s < uncapped_max_s,
         uncapped_max_s,
+        within_overhead: kind != Kind::None && largest_s <= OVERHEAD_MAX_S,
     }
 }

@@ -55,7 +55,13 @@ fn describe(f: &KindFit) -> String {
     if f.kind.has_cap() && !f.cap_reached {
         out.push(format!("cap not reached (>= {})", duration(f.uncapped_max_s)));
     }
-    out.push(format!("noise sd {}", duration(f.params.sigma_s)));
+    if f.within_overhead {
+        out.push("every delay within the overhead bound: reads as none".to_owned());
+    }
+    // The overhead's parts, 0 below a log's resolution (0.1 us).
+    let part = |x: f64| if x < 1e-7 { "0".to_owned() } else { duration(x) };
+    let n = &f.params.noise;
+    out.push(format!("overhead {} + N(0, {}) + Exp({})", part(n.offset_s), part(n.sigma_s), part(n.tail_s)));
     out.join(", ")
 }
 
@@ -69,8 +75,8 @@ pub fn block(r: &FitReport, name: &str) -> String {
     let _ = writeln!(s, "name = \"{name}\"");
     let _ = match &r.limit {
         Limit::Exact(n) => writeln!(s, "max_attempts = {n}"),
-        Limit::Mixed { most_common, .. } => {
-            writeln!(s, "max_attempts = {most_common}  # the most common of several: see above")
+        Limit::Mixed { largest, .. } => {
+            writeln!(s, "max_attempts = {largest}  # the largest of several: see above")
         }
         Limit::AtLeast(n) => writeln!(s, "max_attempts = {n}  # at least: no operation in the log ran out"),
     };
@@ -132,9 +138,9 @@ pub fn render(r: &FitReport, source: &str, name: &str) -> String {
     }
     let _ = match &r.limit {
         Limit::Exact(n) => writeln!(s, "attempt limit: {n} (every operation that ran out used {n})"),
-        Limit::Mixed { most_common, counts } => writeln!(
+        Limit::Mixed { largest, counts } => writeln!(
             s,
-            "attempt limit: unclear: operations that ran out used {} attempts (a budget, a deadline or mixed clients); {most_common} is the most common",
+            "attempt limit: unclear: operations that ran out used {} attempts (a budget, a quota, a deadline or mixed clients, which stop early); {largest}, the largest, is taken",
             counts.iter().map(|(a, n)| format!("{a} ({n})")).collect::<Vec<_>>().join(", ")
         ),
         Limit::AtLeast(n) => writeln!(s, "attempt limit: at least {n} (no operation ran out of attempts)"),
