@@ -369,7 +369,7 @@ impl CallGraphChart {
             };
             let start = (fx + fw * out_seen[slot] / (outgoing(e.from) + 1), fy);
             let end = (at[e.to].0 + bw * in_seen[e.to] / (incoming(e.to) + 1), at[e.to].1);
-            arrow(area, start, end, e, color)?;
+            arrow(area, start, end, e, color, x0 + pw / 2)?;
         }
         Ok(())
     }
@@ -414,6 +414,7 @@ fn arrow<DB: DrawingBackend>(
     end: (i32, i32),
     e: &EdgeArrow,
     color: RGBColor,
+    centre_x: i32,
 ) -> Result<(), String> {
     let width = arrow_width(e.calls_per_request);
     let (dx, dy) = ((end.0 - start.0) as f64, (end.1 - start.1) as f64);
@@ -431,9 +432,15 @@ fn arrow<DB: DrawingBackend>(
         color.filled(),
     ))
     .map_err(err)?;
-    // The label beside the arrow's middle, on its right.
-    let mid = ((start.0 + end.0) / 2 + width as i32 / 2 + 6, (start.1 + end.1) / 2 - 2);
-    let style = font(LINE_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
+    // The label beside the arrow's middle, on the panel's outer side (left of an arrow in the
+    // left half, else right), so that arrows that meet or part keep their labels apart; clear
+    // of a slanted line over the label's two lines.
+    let slope = if dy.abs() < 1.0 { 0.0 } else { (dx / dy).abs() };
+    let clear = width as i32 / 2 + 6 + (slope * LINE_H as f64).round() as i32;
+    let mid_x = (start.0 + end.0) / 2;
+    let (x, h) = if mid_x < centre_x - 2 { (-clear, HPos::Right) } else { (clear, HPos::Left) };
+    let mid = (mid_x + x, (start.1 + end.1) / 2 - 2);
+    let style = font(LINE_SIZE).pos(Pos::new(h, VPos::Center));
     let [a, b] = e.lines();
     area.draw(&Text::new(a, (mid.0, mid.1 - LINE_H / 2), style.clone())).map_err(err)?;
     area.draw(&Text::new(b, (mid.0, mid.1 + LINE_H / 2), style)).map_err(err)?;
