@@ -1,11 +1,12 @@
 //! `report.html`: one self-contained HTML5 page (no network loads, no scripts, no external
-//! CSS or fonts): the verdict first, then the comparison table, every chart inline as SVG
-//! (heatmaps first), the summary table and the experiment that ran. Every section is a
+//! CSS or fonts): the verdict first, then the call graph (with `[[services]]`), the comparison
+//! table, every chart inline as SVG (heatmaps first), the summary table and the experiment that ran. Every section is a
 //! `<details>` with an entry in the table of contents; wide tables scroll sideways inside a
 //! frozen first column. Everything that comes from the files is escaped.
 
 use super::chart::Chart;
 use super::chart::KEY_METRICS;
+use super::chart::call_graph::SECTION as CALL_GRAPH;
 use super::compare::Comparison;
 use super::paths;
 use super::table::ResultSet;
@@ -35,7 +36,7 @@ nav{font-size:.85rem;margin:.4rem 0}nav a{margin-right:.8rem}
 .notes{font-size:.85rem;margin:.2rem 0 .8rem 1rem;padding:0}
 ";
 
-/// The page for `set`: the verdict first, then the comparison table, the charts (heatmaps
+/// The page for `set`: the verdict first, then the call graph, the comparison table, the charts (heatmaps
 /// first), the summary table and the experiment that ran.
 pub fn page(
     set: &ResultSet,
@@ -72,11 +73,13 @@ pub fn page(
             sections.push(c.section);
         }
     }
-    // The heatmaps show a two-key sweep at a glance: first of the charts.
-    sections.sort_by_key(|s| *s != "Heatmaps");
-    let heatmaps_first = set.sweep_keys.len() == 2 && sections.first() == Some(&"Heatmaps");
+    // The call graph says what the services did, and the heatmaps show a two-key sweep at a
+    // glance: both before the comparison, the graph first.
+    let early = |s: &str| s == CALL_GRAPH || (s == "Heatmaps" && set.sweep_keys.len() == 2);
+    sections.sort_by_key(|s| (*s != CALL_GRAPH, *s != "Heatmaps"));
+    let (early, late): (Vec<&str>, Vec<&str>) = sections.iter().partition(|s| early(s));
     let mut toc: Vec<(String, String)> = sections.iter().map(|s| (section_id(s), s.to_string())).collect();
-    toc.insert(usize::from(heatmaps_first), ("comparison".to_string(), "Comparison".to_string()));
+    toc.insert(early.len(), ("comparison".to_string(), "Comparison".to_string()));
     toc.push(("summary".into(), "Summary table".into()));
     toc.push(("experiment".into(), "The experiment that ran".into()));
     h.push_str("<nav>Contents:");
@@ -88,9 +91,6 @@ pub fn page(
         let _ = writeln!(h, "<p class=\"desc\">{}</p>", escape(m.description.trim()));
     }
 
-    // For a two-key sweep the heatmaps say more at a glance than the per-point tables.
-    let (early, late): (Vec<&str>, Vec<&str>) =
-        sections.iter().partition(|s| **s == "Heatmaps" && set.sweep_keys.len() == 2);
     for s in &early {
         chart_section(&mut h, s, charts);
     }

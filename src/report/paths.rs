@@ -10,6 +10,7 @@
 //! | `charts/<metric>-by-strategy.{svg,png}` | without a sweep: a key metric per strategy |
 //! | `charts/heatmap-<metric>-<strategy>.{svg,png}` | two swept keys: a metric over both, per strategy (strategies equal in every cell share the first one's) |
 //! | `charts/timeseries.{svg,png}` or `charts/timeseries-<KEY>=<VALUE>[,<KEY>=<VALUE>...].{svg,png}` | offered load, successes and queue over time, per sweep point |
+//! | `charts/call-graph.{svg,png}` or `charts/call-graph-<KEY>=<VALUE>[,...].{svg,png}` | with `[[services]]`: the services and edges with their calls per request and success, per sweep point |
 //! | `charts/latency-runs-cdf.{svg,png}` or `charts/latency-runs-cdf-<KEY>=<VALUE>[,...].{svg,png}` | distribution over runs of each run's p99 and p50 latency, per sweep point |
 //!
 //! Metric, key and strategy names are kept as they are, except that characters other than
@@ -78,6 +79,11 @@ pub fn timeseries_charts(keys: &[String], points: &[Vec<String>]) -> Vec<String>
 /// The latency distribution over runs of each sweep point (see [`point_charts`]).
 pub fn latency_charts(keys: &[String], points: &[Vec<String>]) -> Vec<String> {
     point_charts("latency-runs-cdf", keys, points)
+}
+
+/// The call graph of each sweep point (see [`point_charts`]).
+pub fn call_graph_charts(keys: &[String], points: &[Vec<String>]) -> Vec<String> {
+    point_charts("call-graph", keys, points)
 }
 
 /// `DIR/charts/STEM.EXT`.

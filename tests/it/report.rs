@@ -116,9 +116,11 @@ fn no_sweep_with_timeseries() {
             "latency_p99_s-by-strategy",
         ],
     );
-    // recovery_time_s is 0 in every run: still drawn (it has values); no sweep, no heatmap.
-    assert!(!files.keys().any(|f| f.contains("heatmap") || f.contains("-vs-")));
+    // recovery_time_s is 0 in every run: still drawn (it has values); no sweep, no heatmap;
+    // no [[services]], no call graph.
+    assert!(!files.keys().any(|f| f.contains("heatmap") || f.contains("-vs-") || f.contains("call-graph")));
     let html = String::from_utf8(files["report.html"].clone()).unwrap();
+    assert!(!html.contains("Call graph"));
     assert!(html.contains("retry-storm"));
     assert!(html.contains("retrysim plot DIR"));
     // The experiment file is there, escaped.
@@ -642,6 +644,7 @@ fn identical_strategies_are_drawn_once_in_every_chart_kind() {
                 assert!(l.panels.iter().all(|p| p.lines.len() == names.len()), "{what}");
             }
             Kind::Tune(_) => panic!("{what}: a tune chart in a run's report"),
+            Kind::CallGraph(_) => panic!("{what}: a call graph without [[services]]"),
         }
     }
     assert!(
@@ -655,4 +658,139 @@ fn identical_strategies_are_drawn_once_in_every_chart_kind() {
         heat.contains(&"heatmap-success_rate-immediate") && heat.contains(&"heatmap-success_rate-no-retries"),
         "{heat:?}"
     );
+}
+
+/// A call graph's chart is drawn from summary.csv alone: one box per service in rows by
+/// depth (a diamond: front calls a three times and b once, both call db), one arrow per edge
+/// plus the users' arrow, each label the summary's number; a fan-out of 3 is one edge with 3
+/// calls per front call. On the page it comes right after the verdict.
+#[test]
+fn the_call_graph_is_drawn_from_summary_csv() {
+    use retrysim::report::chart::call_graph::number;
+    use retrysim::report::chart::{Kind, plan};
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("diamond.toml");
+    std::fs::write(
+        &file,
+        r#"name = "diamond"
+seed = 3
+runs = 2
+horizon = "5s"
+
+[workload]
+kind = "open"
+rate = 200.0
+duration = "2s"
+
+[[services]]
+name = "front"
+concurrency = 1000
+service_time = { dist = "constant", value = "1ms" }
+calls = [{ service = "a", count = 3 }, { service = "b" }]
+
+[[services]]
+name = "a"
+concurrency = 1000
+service_time = { dist = "constant", value = "1ms" }
+calls = [{ service = "db" }]
+
+[[services]]
+name = "b"
+concurrency = 1000
+service_time = { dist = "constant", value = "2ms" }
+calls = [{ service = "db" }]
+
+[[services]]
+name = "db"
+concurrency = 1000
+service_time = { dist = "constant", value = "1ms" }
+errors = [{ status = 503, probability = 0.2 }]
+
+[[strategies]]
+name = "once"
+backoff = { kind = "none" }
+max_attempts = 1
+hop_policy = { max_attempts = 1 }
+
+[[strategies]]
+name = "hops-retry"
+backoff = { kind = "none" }
+max_attempts = 2
+hop_policy = { max_attempts = 3 }
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("run")
+        .arg(&file)
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let set = ResultSet::read_dir(&out).unwrap();
+    let charts = plan(&set, &ReportOptions::default());
+    let graphs: Vec<_> = charts.iter().filter(|c| matches!(c.kind, Kind::CallGraph(_))).collect();
+    assert_eq!(graphs.len(), 1, "one point, one call graph");
+    assert_eq!(graphs[0].stem, "call-graph");
+    let Kind::CallGraph(graph) = &graphs[0].kind else { unreachable!() };
+    let rows = summary_rows(&out);
+    let cell = |strategy: &str, column: &str| -> f64 {
+        let row = rows.iter().find(|r| r["strategy"] == strategy).unwrap();
+        row[column].parse().unwrap_or_else(|_| panic!("{column}: {}", row[column]))
+    };
+    let svg = std::fs::read_to_string(out.join("charts/call-graph.svg")).unwrap();
+    assert_eq!(graph.panels.len(), 2);
+    for panel in &graph.panels {
+        let s = panel.name.as_str();
+        // One box per service, in rows by depth: front, then a and b, then db.
+        let boxes: Vec<(&str, usize)> = panel.services.iter().map(|b| (b.name.as_str(), b.depth)).collect();
+        assert_eq!(boxes, [("front", 1), ("a", 2), ("b", 2), ("db", 3)], "{s}");
+        // The users' arrow and one per edge: a fan-out of 3 is one arrow.
+        let arrows: Vec<(Option<usize>, usize)> = panel.edges.iter().map(|e| (e.from, e.to)).collect();
+        assert_eq!(arrows, [(None, 0), (Some(0), 1), (Some(0), 2), (Some(1), 3), (Some(2), 3)], "{s}");
+        // Every number is summary.csv's, and the SVG says it.
+        for e in &panel.edges[1..] {
+            let (from, to) = (&panel.services[e.from.unwrap()].name, &panel.services[e.to].name);
+            let amp = cell(s, &format!("edge_amplification@{from}:{to}"));
+            let ok = cell(s, &format!("edge_success_rate@{from}:{to}"));
+            assert_eq!((e.calls_per_request, e.success), (Some(amp), Some(ok)), "{s} {from}:{to}");
+            // The description is escaped: "->" is "-&gt;".
+            let label =
+                format!("{from} -&gt; {to}: {}/request, success {}", number(Some(amp)), number(Some(ok)));
+            assert!(svg.contains(&label), "{s}: the SVG's description lacks {label:?}");
+        }
+        for b in &panel.services {
+            let calls = cell(s, &format!("service_calls@{}", b.name));
+            let expected = [
+                cell(s, &format!("service_amplification@{}", b.name)),
+                calls / cell(s, "completion_time_s"),
+                cell(s, &format!("service_success_rate@{}", b.name)),
+            ];
+            assert_eq!([b.calls_per_request, b.calls_per_s, b.success], expected.map(Some), "{s} {}", b.name);
+            let text = format!("service {}: {} calls/request, ", b.name, number(Some(expected[0])));
+            assert!(svg.contains(&text), "{s}: the SVG's description lacks {text:?}");
+        }
+        assert_eq!(panel.edges[0].calls_per_request, Some(cell(s, "amplification")));
+        assert_eq!(panel.edges[0].success, Some(cell(s, "success_rate")));
+        // The fan-out: every call into front makes 3 calls along front -> a, and their
+        // retries (a's calls fail when db's do).
+        let fan = panel.edges[1].calls_per_request.unwrap() / panel.services[0].calls_per_request.unwrap();
+        if s == "once" {
+            assert!((fan - 3.0).abs() < 1e-9, "{s}: {fan} calls to a per call into front");
+        } else {
+            assert!(fan > 3.0, "{s}: {fan} calls to a per call into front");
+        }
+    }
+    // Hop retries multiply: db's calls per request are more with them.
+    assert!(graph.panels[1].services[3].calls_per_request > graph.panels[0].services[3].calls_per_request);
+    // On the page: right after the verdict, before the comparison.
+    render_report(&out, &ReportOptions::default()).unwrap();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle} in report.html"));
+    assert!(at("id=\"verdict\"") < at("id=\"s-call_graph\""));
+    assert!(at("id=\"s-call_graph\"") < at("id=\"comparison\""));
+    assert!(at("<nav>Contents: <a href=\"#s-call_graph\">Call graph</a> <a href=\"#comparison\">") > 0);
+    assert_eq!(html.matches("<figure id=\"chart-call-graph\"").count(), 1);
 }

@@ -81,6 +81,7 @@ macro_rules! delegate_to_inner {
 
 pub mod axis;
 pub mod bitmap_text;
+pub mod call_graph;
 pub mod heatmap;
 pub mod latency_cdf;
 pub mod svg_text;
@@ -453,6 +454,8 @@ pub enum Kind {
     Latency(latency_cdf::LatencyChart),
     /// `retrysim tune`: the objective over the searched space.
     Tune(tune::TuneChart),
+    /// The call graph of `[[services]]`, one panel per strategy.
+    CallGraph(call_graph::CallGraphChart),
 }
 
 /// One chart: what it shows, its file stem, and its data.
@@ -480,6 +483,7 @@ impl Chart {
             Kind::Timeseries(c) => c.draw(&area),
             Kind::Latency(c) => c.draw(&area),
             Kind::Tune(c) => c.draw(&area),
+            Kind::CallGraph(c) => c.draw(&area),
         }
     }
 
@@ -498,8 +502,12 @@ impl Chart {
             root.present().map_err(|e| self.error(e.to_string()))?;
         }
         text.finish(&mut svg, &paths::svg_id_prefix(&self.stem));
-        // Name the picture for screen readers and search.
-        let title = format!("<title>{}</title>\n", super::text::escape(&self.title));
+        // Name the picture for screen readers and search; a call graph also says its numbers
+        // (its text is outlines).
+        let mut title = format!("<title>{}</title>\n", super::text::escape(&self.title));
+        if let Kind::CallGraph(c) = &self.kind {
+            title.push_str(&format!("<desc>{}</desc>\n", super::text::escape(&c.description())));
+        }
         if let Some(at) = svg.find('>') {
             svg.insert_str(at + 1, &format!("\n{title}"));
         }
@@ -528,10 +536,11 @@ impl Chart {
     }
 }
 
-/// Every chart of a result set, in report order: metric charts (sweep lines or per-strategy
-/// dots), heatmaps, time series, latency distributions.
+/// Every chart of a result set, in report order: the call graph (with `[[services]]`), metric
+/// charts (sweep lines or per-strategy dots), heatmaps, time series, latency distributions.
 pub fn plan(set: &ResultSet, opts: &ReportOptions) -> Vec<Chart> {
-    let mut charts = sweep_lines::plan(set);
+    let mut charts = call_graph::plan(set, opts);
+    charts.extend(sweep_lines::plan(set));
     charts.extend(heatmap::plan(set, opts));
     charts.extend(timeseries::plan(set, opts));
     charts.extend(latency_cdf::plan(set, opts));

@@ -25,6 +25,7 @@
 //! | [`admission`] (`admission.rs`) | Envoy's admission control: the rejected share its formula gives |
 //! | [`priorities`] (`priorities.rs`) | priority classes under overload: the served requests go to the most critical classes first |
 //! | [`replicas`] (`replicas.rs`) | one of two replicas failing behind a random balancer: success after k retries, with and without `previous_hosts` |
+//! | [`supermarket`] (`supermarket.rs`) | least request with two choices against Mitzenmacher's supermarket model, random against M/M/1 |
 //! | [`graph`] (`graph.rs`) | the call graph: calls per operation down a chain, the fan-out tail `(1 - q)^n` |
 
 pub mod adaptive_limits;
@@ -43,6 +44,7 @@ pub mod priorities;
 mod queueing;
 pub mod rate_limits;
 pub mod replicas;
+pub mod supermarket;
 
 use crate::experiment::Experiment;
 use crate::sweep::Results;
@@ -303,6 +305,13 @@ pub const CHECKS: &[CheckDef] = &[
         method: graph::FANOUT_METHOD,
         series: false,
         evaluate: graph::fanout,
+    },
+    CheckDef {
+        id: "supermarket",
+        title: "Replicas: the power of two choices (the supermarket model)",
+        method: supermarket::METHOD,
+        series: true,
+        evaluate: supermarket::evaluate,
     },
 ];
 
