@@ -18,15 +18,25 @@ import threading
 import time
 
 
-def arguments(configs):
+def arguments(configs, exported=None):
+    """The command line; `exported`, a file ending (".urllib3.json"), also accepts as the
+    configuration a file `retrysim export` wrote."""
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("config", choices=sorted(configs), help="the library's configuration")
+    names = ", ".join(sorted(configs))
+    p.add_argument(
+        "config",
+        help=f"the library's configuration: {names}"
+        + (f", or a file *{exported} that `retrysim export` wrote" if exported else ""),
+    )
     p.add_argument("--workers", type=int, default=8, help="threads sending operations")
     p.add_argument("--seconds", type=float, default=3.1, help="start no operation after this")
     p.add_argument("--ops", type=int, default=0, help="operations per worker (0: until --seconds)")
     p.add_argument("--seed", type=int, default=1, help="seeds Python's random (the libraries' jitter)")
     p.add_argument("--shared", action="store_true", help="one library client for every worker")
-    return p.parse_args()
+    args = p.parse_args()
+    if args.config not in configs and not (exported and args.config.endswith(exported)):
+        p.error(f"unknown configuration {args.config!r}: use {names}")
+    return args
 
 
 def run(args, version, make_client, call):

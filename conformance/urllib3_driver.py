@@ -5,7 +5,11 @@ defaults: `Retry()`: total = 10, no backoff, Retry-After honoured on 413/429/503
           `Retry.DEFAULT = Retry(3)` instead: the driver passes `Retry()` explicitly.
 tuned:    `Retry(total=3, backoff_factor=0.02, backoff_jitter=0.05, backoff_max=1,
           status_forcelist=[429, 500, 502, 503, 504])`.
+*.urllib3.json: a file `retrysim export urllib3` wrote, applied as it is:
+          `Retry(**json.load(f))`.
 """
+
+import json
 
 import urllib3
 from urllib3.util.retry import Retry
@@ -25,8 +29,13 @@ CONFIGS = {
 
 
 def main():
-    args = common.arguments(CONFIGS)
-    retry = CONFIGS[args.config]
+    args = common.arguments(CONFIGS, exported=".urllib3.json")
+    if args.config in CONFIGS:
+        retry = CONFIGS[args.config]
+    else:
+        with open(args.config) as f:
+            kwargs = json.load(f)
+        retry = lambda: Retry(**kwargs)  # noqa: E731
 
     def make_client(_url):
         return urllib3.PoolManager(maxsize=args.workers, retries=retry())

@@ -4,7 +4,7 @@
 //! `aws-legacy`, `aws-standard` and `aws-adaptive` presets; an import is that preset's keys
 //! with the profile's `max_attempts`, and an export writes a strategy only if it is one of them.
 
-use super::keys::{Keys, field_error, is_neutral, normalized, unknown_notes};
+use super::keys::{Keys, dropped_comment, field_error, is_neutral, normalized, unknown_notes};
 use super::{Exported, Format, Imported, InteropError};
 use ini::{Ini, ParseOption};
 use toml::{Table, Value};
@@ -238,7 +238,8 @@ impl Format for AwsConfig {
         let text = format!(
             "# retrysim export: the AWS shared config file sets only the retry mode and the attempt count;\n\
              # the backoff, retryable errors and retry quota are the SDK's own for retry_mode = {mode}\n\
-             # (retrysim's {preset} preset, docs/retry-policies.md section 1).\n{}",
+             # (retrysim's {preset} preset, docs/retry-policies.md section 1).\n{}{}",
+            dropped_comment("#", &dropped),
             String::from_utf8(body).expect("ini writes UTF-8")
         );
         Ok(Exported { text, dropped })

@@ -6,8 +6,12 @@
 //! `"isNetworkError"`. A driver turns the names into the functions and passes the rest as it is.
 //!
 //! Every built-in delay reads Retry-After as `max(delay, retryAfter)`: `at-least-backoff`.
-//! `exponentialDelay` adds its 0..20 % jitter to that maximum, Retry-After included, which no
-//! retrysim backoff does, so it is refused.
+//! `exponentialDelay(n, error, f)` is `d + d * 0.2 * random()` with `d = max(2^n f, retryAfter)`
+//! (`n` = 1 for the first retry): without a Retry-After that is exactly `proportional-jitter`
+//! with `base = 2.2 f`, `multiplier = 2`, `p = 1/11` and no cap (2^n f x U(1, 1.2) =
+//! 2.2 f x 2^(n-1) x U(1 - 1/11, 1 + 1/11)). Its jitter also falls on a Retry-After, which
+//! `at-least-backoff` takes as it is: the import says so in a note (as the preset does), the
+//! export refuses `retry_after_mode` without `--lossy`.
 
 use super::keys::{
     Keys, Outcomes, duration_value, field_error, outcomes, sub, unknown_notes, unrepresentable,
@@ -24,6 +28,11 @@ const KIND: &str = "axios-retry";
 const DEFAULT_RETRIES: u64 = 3;
 /// The delay factor of `linearDelay()` and `exponentialDelay` when none is given, in ms.
 const DEFAULT_DELAY_FACTOR_MS: u64 = 100;
+/// `exponentialDelay`'s jitter as a `proportional-jitter` `p`: U(1, 1.2) = 1.1 x U(1 - p, 1 + p).
+const EXPONENTIAL_P: f64 = 1.0 / 11.0;
+/// `exponentialDelay`'s `proportional-jitter` base per ms of delay factor: 2 (its n starts at 1)
+/// x 1.1 (the middle of U(1, 1.2)), in ns.
+const EXPONENTIAL_BASE_NS_PER_FACTOR_MS: f64 = 2.2e6;
 
 /// The statuses of `isRetryableError` (429 and 5xx) that retrysim's servers answer.
 const RETRYABLE_STATUSES: [u16; 5] = [429, 500, 502, 503, 504];
@@ -151,24 +160,12 @@ impl Format for AxiosRetry {
             }
         };
         o.insert("retries".into(), json!(retries));
+        let mut jittered_retry_after = false;
         if let Some(b) = k.take("backoff") {
             let b = sub(KIND, "backoff", b)?;
-            match b.get("kind").and_then(Value::as_str) {
-                Some("none") => {}
-                Some("linear") if !b.contains_key("cap") => {
-                    let base = k.span("backoff.base", b.get("base").unwrap_or(&Value::String(String::new())))?;
-                    if base.as_ns() % 1_000_000 != 0 {
-                        k.refuse("backoff", "linearDelay's factor is whole milliseconds")?;
-                    }
-                    o.insert("retryDelay".into(), json!({ "name": "linearDelay", "delayFactor": base.as_ns() / 1_000_000 }));
-                }
-                other => k.refuse(
-                    "backoff",
-                    format!(
-                        "{}: axios-retry's exact built-ins are noDelay (none) and linearDelay (linear without a cap)",
-                        other.unwrap_or("?")
-                    ),
-                )?,
+            if let Some(delay) = retry_delay(&mut k, b)? {
+                jittered_retry_after = delay["name"] == "exponentialDelay";
+                o.insert("retryDelay".into(), delay);
             }
         }
         if k.take("honor_retry_after").and_then(Value::as_bool) != Some(true)
@@ -177,6 +174,12 @@ impl Format for AxiosRetry {
             k.refuse(
                 "retry_after_mode",
                 "axios-retry's built-in delays always wait max(delay, Retry-After) (at-least-backoff)",
+            )?;
+        } else if jittered_retry_after {
+            k.refuse(
+                "retry_after_mode",
+                "exponentialDelay waits max(2^n x delayFactor, Retry-After) x U(1, 1.2): the Retry-After is \
+                 jittered too, which at-least-backoff does not do (the delays without a Retry-After are exact)",
             )?;
         }
         if k.take("retry_after_cap").is_some() {
@@ -206,6 +209,44 @@ impl Format for AxiosRetry {
         )?;
         let text = serde_json::to_string_pretty(&Json::Object(o)).expect("a JSON value prints") + "\n";
         Ok(Exported { text, dropped })
+    }
+}
+
+/// The `retryDelay` of a strategy's backoff (`None` for `none`: noDelay, the default);
+/// what no built-in says exactly is refused (or dropped) as `backoff`.
+fn retry_delay(k: &mut Keys<'_>, b: &Table) -> Result<Option<Json>, InteropError> {
+    let builtins = "axios-retry's built-ins are noDelay (none), linearDelay (linear without a cap) and \
+                    exponentialDelay (proportional-jitter, multiplier 2, p = 1/11, no cap)";
+    let kind = b.get("kind").and_then(Value::as_str).unwrap_or("?");
+    let base =
+        || b.get("base").ok_or_else(|| field_error(KIND, "backoff.base", "is missing", "check the strategy"));
+    match kind {
+        "none" => Ok(None),
+        "linear" if !b.contains_key("cap") => {
+            let base = k.span("backoff.base", base()?)?;
+            if base.as_ns() % 1_000_000 != 0 {
+                k.refuse("backoff", "linearDelay's factor is whole milliseconds")?;
+            }
+            Ok(Some(json!({ "name": "linearDelay", "delayFactor": base.as_ns() / 1_000_000 })))
+        }
+        "proportional-jitter" if !b.contains_key("cap") => {
+            let multiplier = b.get("multiplier").map_or(Ok(2.0), |v| k.number("backoff.multiplier", v))?;
+            let p = b.get("p").map_or(Ok(0.2), |v| k.number("backoff.p", v))?;
+            if multiplier != 2.0 || (p - EXPONENTIAL_P).abs() > 1e-12 {
+                k.refuse(
+                    "backoff",
+                    format!("proportional-jitter with multiplier {multiplier} and p {p}: {builtins}"),
+                )?;
+                return Ok(None);
+            }
+            let factor_ms = k.span("backoff.base", base()?)?.as_ns_f64() / EXPONENTIAL_BASE_NS_PER_FACTOR_MS;
+            let factor = if factor_ms.fract() == 0.0 { json!(factor_ms as u64) } else { json!(factor_ms) };
+            Ok(Some(json!({ "name": "exponentialDelay", "delayFactor": factor })))
+        }
+        _ => {
+            k.refuse("backoff", format!("{kind}: {builtins}"))?;
+            Ok(None)
+        }
     }
 }
 
@@ -250,12 +291,26 @@ fn delay(name: &str, factor_ms: Option<f64>, notes: &mut Vec<String>) -> Result<
                 ("base".to_string(), duration_value(Span::from_ns_f64(ms * 1e6))),
             ]))
         }
-        "exponentialDelay" => Err(unrepresentable(
-            KIND,
-            "retryDelay",
-            "exponentialDelay is max(2^k x delayFactor, retryAfter) x U(1, 1.2): its jitter falls on the Retry-After \
-             too, which no retrysim backoff does (use linearDelay or noDelay, or set the backoff in the strategy)",
-        )),
+        "exponentialDelay" => {
+            let ms = factor_ms.unwrap_or_else(|| {
+                notes.push(format!("retryDelay.delayFactor absent: {DEFAULT_DELAY_FACTOR_MS} ms (§7)"));
+                DEFAULT_DELAY_FACTOR_MS as f64
+            });
+            notes.push(
+                "not modelled: exponentialDelay jitters a Retry-After too, max(2^n x delayFactor, Retry-After) x \
+                 U(1, 1.2); retrysim waits max(backoff, Retry-After) (at-least-backoff, as the axios-retry preset)"
+                    .into(),
+            );
+            Ok(Table::from_iter([
+                kind("proportional-jitter"),
+                (
+                    "base".to_string(),
+                    duration_value(Span::from_ns_f64(ms * EXPONENTIAL_BASE_NS_PER_FACTOR_MS)),
+                ),
+                ("multiplier".to_string(), Value::Float(2.0)),
+                ("p".to_string(), Value::Float(EXPONENTIAL_P)),
+            ]))
+        }
         other => Err(unrepresentable(
             KIND,
             "retryDelay",
@@ -301,7 +356,34 @@ mod tests {
         assert_eq!(imp.strategy["retry_on"], Value::Array(vec!["connection-error".into()]));
         let linear_default = AxiosRetry.import(r#"{"retryDelay": "linearDelay"}"#, "a").unwrap();
         assert_eq!(linear_default.strategy["backoff"]["base"].as_str(), Some("100ms"));
-        assert_import_error(&AxiosRetry, r#"{"retryDelay": "exponentialDelay"}"#, "retryDelay");
+    }
+
+    #[test]
+    fn exponential_delay_is_proportional_jitter_with_its_retry_after_jitter_noted() {
+        // README: `retryDelay: axiosRetry.exponentialDelay`, delayFactor 100 ms by default:
+        // 2^n x 100 ms x U(1, 1.2), i.e. 200-240, 400-480, 800-960 ms.
+        let imp = AxiosRetry.import(r#"{"retryDelay": "exponentialDelay"}"#, "a").unwrap();
+        let want = strategy(&format!(
+            "backoff = {{ kind = \"proportional-jitter\", base = \"220ms\", multiplier = 2.0, p = {EXPONENTIAL_P:?} }}"
+        ));
+        assert_eq!(normalized(&imp.strategy)["backoff"], normalized(&want)["backoff"]);
+        assert!(
+            imp.notes.iter().any(|n| n.starts_with("retryDelay.delayFactor absent: 100 ms")),
+            "{:?}",
+            imp.notes
+        );
+        assert!(imp.notes.iter().any(|n| n.contains("jitters a Retry-After too")), "{:?}", imp.notes);
+        // The range of each retry is exactly the library's: base x 2^(n-1) x (1 +- 1/11).
+        let f = AxiosRetry
+            .import(r#"{"retryDelay": {"name": "exponentialDelay", "delayFactor": 50}}"#, "a")
+            .unwrap();
+        let base_ms = Span::parse(f.strategy["backoff"]["base"].as_str().unwrap()).unwrap().as_ns_f64() / 1e6;
+        for n in 1..=4 {
+            let lo = base_ms * 2f64.powi(n - 1) * (1.0 - EXPONENTIAL_P);
+            let hi = base_ms * 2f64.powi(n - 1) * (1.0 + EXPONENTIAL_P);
+            let library = 2f64.powi(n) * 50.0;
+            assert!((lo - library).abs() < 1e-9 && (hi - 1.2 * library).abs() < 1e-9, "n {n}: {lo}..{hi}");
+        }
     }
 
     #[test]
@@ -321,6 +403,22 @@ mod tests {
                 ),
             ],
         );
+        // exponentialDelay: exact but for the Retry-After's jitter, the one key --lossy drops.
+        for base in ["220ms", "110ms", "50ms", "1s"] {
+            let s = strategy(&format!(
+                "max_attempts = 4\nretry_on = [429, 500, 502, 503, 504, \"connection-error\"]\n\
+                 backoff = {{ kind = \"proportional-jitter\", base = \"{base}\", multiplier = 2.0, p = {EXPONENTIAL_P:?} }}\n{common}"
+            ));
+            let exported = AxiosRetry.export(&s, true).unwrap();
+            assert_eq!(exported.dropped.len(), 1, "{:?}", exported.dropped);
+            assert!(
+                exported.dropped[0].starts_with("retry_after_mode: exponentialDelay"),
+                "{:?}",
+                exported.dropped
+            );
+            let imported = AxiosRetry.import(&exported.text, "s").unwrap();
+            assert_eq!(normalized(&imported.strategy), normalized(&s), "{base}:\n{}", exported.text);
+        }
     }
 
     #[test]
@@ -357,6 +455,21 @@ mod tests {
             "retry_on",
         );
         assert_refused(&AxiosRetry, &format!("backoff = {{ kind = \"none\" }}\n{common}"), "max_attempts");
+        // Not exponentialDelay's jitter, growth or (absent) cap.
+        for b in [
+            r#"{ kind = "proportional-jitter", base = "220ms" }"#,
+            r#"{ kind = "proportional-jitter", base = "220ms", multiplier = 3.0, p = 0.09090909090909091 }"#,
+            r#"{ kind = "proportional-jitter", base = "220ms", cap = "5s", p = 0.09090909090909091 }"#,
+        ] {
+            assert_refused(&AxiosRetry, &format!("max_attempts = 3\nbackoff = {b}\n{common}"), "backoff");
+        }
+        assert_refused(
+            &AxiosRetry,
+            &format!(
+                "max_attempts = 3\nbackoff = {{ kind = \"proportional-jitter\", base = \"220ms\", p = 0.09090909090909091 }}\n{common}"
+            ),
+            "retry_after_mode",
+        );
     }
 
     #[test]

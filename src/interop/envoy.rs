@@ -16,7 +16,8 @@
 //! per-try idle timeouts, hedging on per-try timeout, a rate-limited back-off other than
 //! Retry-After in seconds with the 300 s maximum) is refused, naming the field.
 
-use super::strategy::{Failure, Loss, Strategy, duration_value, retry_on_value, server_errors};
+use super::keys::{Keys, dropped_comment};
+use super::strategy::{Failure, Strategy, duration_value, retry_on_value, server_errors};
 use super::yaml::{self, bad, documents, field, map, mapping, string};
 use super::{Exported, Format, Imported, InteropError};
 use crate::engine::Span;
@@ -434,7 +435,7 @@ pub(super) fn conditions(
 /// connection errors alone; the other statuses as codes. A timeout alone cannot be said.
 pub(super) fn conditions_for(
     set: &BTreeSet<Failure>,
-    loss: &mut Loss,
+    loss: &mut Keys<'_>,
 ) -> Result<(Vec<&'static str>, Vec<u16>), InteropError> {
     let timeout = set.contains(&Failure::Timeout);
     let connection = set.contains(&Failure::ConnectionError);
@@ -448,7 +449,7 @@ pub(super) fn conditions_for(
         match (timeout, connection) {
             (true, true) => list.push("reset"),
             (false, true) => list.push("connect-failure"),
-            (true, false) => loss.cannot(
+            (true, false) => loss.refuse(
                 "retry_on",
                 "\"timeout\" without \"connection-error\": Envoy retries a per-try timeout only under 5xx, gateway-error or reset, which retry failed connections too",
             )?,
@@ -831,7 +832,8 @@ const CARRIED: &[&str] = &[
 ];
 
 fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
-    let (s, mut loss) = Loss::begin(KIND, table, lossy, CARRIED, "Envoy's route and cluster")?;
+    let mut loss = Keys::carrying(KIND, table, lossy, CARRIED, "Envoy's route and cluster")?;
+    let s = loss.strategy();
     let mut policy = Mapping::new();
     let mut put = |k: &str, v: Value| {
         policy.insert(string(k), v);
@@ -844,7 +846,7 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
     put("retry_on", string(conditions.join(",")));
     match s.int("max_attempts")? {
         Some(n) => put("num_retries", Value::from(n - 1)),
-        None => loss.cannot("max_attempts", "Envoy always bounds the retries per request (num_retries, 1 when left out); an unlimited max_attempts cannot be said")?,
+        None => loss.refuse("max_attempts", "Envoy always bounds the retries per request (num_retries, 1 when left out); an unlimited max_attempts cannot be said")?,
     }
     if let Some(t) = s.span("timeout")? {
         put("per_try_timeout", string(yaml::proto_duration_text(ms_exact(&mut loss, "timeout", t)?)));
@@ -876,9 +878,9 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
                 ]),
             );
         } else if !envoy_mode {
-            loss.cannot("retry_after_mode", "Envoy honours Retry-After only as its rate-limited back-off, U(v, 1.5 v) (retry_after_mode = \"envoy\")")?;
+            loss.refuse("retry_after_mode", "Envoy honours Retry-After only as its rate-limited back-off, U(v, 1.5 v) (retry_after_mode = \"envoy\")")?;
         } else {
-            loss.cannot("retry_after_cap", "Envoy discards a Retry-After above max_interval rather than clamping it; retrysim's envoy mode keeps the 300 s maximum")?;
+            loss.refuse("retry_after_cap", "Envoy discards a Retry-After above max_interval rather than clamping it; retrysim's envoy mode keeps the 300 s maximum")?;
         }
     }
     if !codes.is_empty() {
@@ -913,21 +915,23 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         ("circuit_breakers", map([("thresholds", Value::Sequence(vec![threshold]))])),
     ]);
     let name = s.str("name").unwrap_or("strategy");
+    // carrying() took or refused every key: finish() refuses nothing more.
+    let dropped = loss.finish("")?;
     let header = format!(
         "# Envoy retry settings of retrysim strategy \"{name}\" (docs/config-files.md).\n\
          # `route` holds RouteAction fields (a route's `route:`), `circuit_breakers` the cluster's.\n\
          # Back-off: Envoy's full jitter U(0, min(2^(k-1) x base, max)), in whole milliseconds.\n{}",
-        loss.comment("#")
+        dropped_comment("#", &dropped)
     );
-    Ok(Exported { text: yaml::write(&header, &doc), dropped: loss.dropped })
+    Ok(Exported { text: yaml::write(&header, &doc), dropped })
 }
 
 /// A span Envoy reads in whole milliseconds: refused (or, lossy, rounded to the nearest ms).
-fn ms_exact(loss: &mut Loss, key: &str, span: Span) -> Result<Span, InteropError> {
+fn ms_exact(loss: &mut Keys<'_>, key: &str, span: Span) -> Result<Span, InteropError> {
     if span.as_ns().is_multiple_of(1_000_000) && !span.is_zero() {
         return Ok(span);
     }
-    loss.cannot(key, "Envoy reads it in whole milliseconds (at least 1 ms): rounded to the nearest")?;
+    loss.refuse(key, "Envoy reads it in whole milliseconds (at least 1 ms): rounded to the nearest")?;
     Ok(Span::from_millis(((span.as_ns() + 500_000) / 1_000_000).max(1)))
 }
 
@@ -935,12 +939,12 @@ fn ms_exact(loss: &mut Loss, key: &str, span: Span) -> Result<Span, InteropError
 /// `fixed_cap` (Istio, which sets only the base) the max must be 10 x base. `None` when dropped.
 pub(super) fn export_backoff(
     s: &Strategy<'_>,
-    loss: &mut Loss,
+    loss: &mut Keys<'_>,
     fixed_cap: bool,
 ) -> Result<Option<(Span, Span)>, InteropError> {
     let kind = s.str("backoff.kind").unwrap_or("none");
     if kind != "full-jitter" {
-        loss.cannot(
+        loss.refuse(
             "backoff",
             format!("the proxy's back-off is always full jitter U(0, min(2^(k-1) x base, max)), not {kind}"),
         )?;
@@ -948,7 +952,7 @@ pub(super) fn export_backoff(
     }
     let multiplier = s.num("backoff.multiplier")?.unwrap_or(2.0);
     if multiplier != 2.0 {
-        loss.cannot(
+        loss.refuse(
             "backoff.multiplier",
             format!("the proxy doubles the interval at each retry, not x {multiplier}"),
         )?;
@@ -958,12 +962,12 @@ pub(super) fn export_backoff(
     let default_cap = Span::from_ns(base.as_ns() * DEFAULT_CAP_FACTOR);
     let cap = match s.span("backoff.cap")? {
         Some(cap) if fixed_cap && cap != default_cap => {
-            loss.cannot("backoff.cap", "Istio sets only the base interval; the max is always 10 x base")?;
+            loss.refuse("backoff.cap", "Istio sets only the base interval; the max is always 10 x base")?;
             default_cap
         }
         Some(cap) => ms_exact(loss, "backoff.cap", cap)?,
         None => {
-            loss.cannot("backoff.cap", "the proxy's back-off always has a max (10 x base when left out); an uncapped back-off cannot be said")?;
+            loss.refuse("backoff.cap", "the proxy's back-off always has a max (10 x base when left out); an uncapped back-off cannot be said")?;
             default_cap
         }
     };
@@ -971,7 +975,7 @@ pub(super) fn export_backoff(
 }
 
 /// The DEFAULT circuit-breaker threshold for the strategy's budget.
-fn export_budget(s: &Strategy<'_>, loss: &mut Loss) -> Result<Value, InteropError> {
+fn export_budget(s: &Strategy<'_>, loss: &mut Keys<'_>) -> Result<Value, InteropError> {
     let default = |extra: (&str, Value)| map([("priority", string("DEFAULT")), extra]);
     match s.str("budget.kind") {
         None => Ok(default(("max_retries", Value::from(UNLIMITED_RETRIES)))),
@@ -991,7 +995,7 @@ fn export_budget(s: &Strategy<'_>, loss: &mut Loss) -> Result<Value, InteropErro
             }
         }
         Some(other) => {
-            loss.cannot(
+            loss.refuse(
                 "budget",
                 format!(
                     "Envoy's retry budget limits concurrent retries (kind = \"concurrency\"), not {other}"

@@ -15,7 +15,8 @@
 //! | `retryRemoteLocalities: true` | refused: retrysim has no localities | §3h |
 
 use super::envoy::{self, DEFAULT_BASE, DEFAULT_CAP_FACTOR};
-use super::strategy::{Loss, duration_value, retry_on_value};
+use super::keys::{Keys, dropped_comment};
+use super::strategy::{duration_value, retry_on_value};
 use super::yaml::{self, bad, documents, field, map, mapping, string};
 use super::{Exported, Format, Imported, InteropError};
 use crate::engine::Span;
@@ -283,21 +284,22 @@ const CARRIED: &[&str] = &[
 ];
 
 fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
-    let (s, mut loss) = Loss::begin(KIND, table, lossy, CARRIED, "an Istio VirtualService")?;
+    let mut loss = Keys::carrying(KIND, table, lossy, CARRIED, "an Istio VirtualService")?;
+    let s = loss.strategy();
     let mut retries = Mapping::new();
     let mut put = |k: &str, v: Value| {
         retries.insert(string(k), v);
     };
     match s.int("max_attempts")? {
         Some(n) => put("attempts", Value::from(n - 1)),
-        None => loss.cannot(
+        None => loss.refuse(
             "max_attempts",
             "Istio's attempts is a number; an unlimited max_attempts cannot be said",
         )?,
     }
     if let Some(t) = s.span("timeout")? {
         if t < Span::from_millis(1) {
-            loss.cannot("timeout", "Istio requires perTryTimeout >= 1ms")?;
+            loss.refuse("timeout", "Istio requires perTryTimeout >= 1ms")?;
         } else {
             put("perTryTimeout", string(yaml::go_duration_text(t)));
         }
@@ -312,7 +314,7 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         put("retryIgnorePreviousHosts", Value::Bool(false));
     }
     if previous_hosts && s.int("host_selection_retry_max_attempts")?.unwrap_or(1) != HOST_SELECTIONS {
-        loss.cannot(
+        loss.refuse(
             "host_selection_retry_max_attempts",
             "Istio always makes 5 host selections with previous hosts",
         )?;
@@ -344,13 +346,15 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
             ]),
         ),
     ]);
+    // carrying() took or refused every key: finish() refuses nothing more.
+    let dropped = loss.finish("")?;
     let header = format!(
         "# Istio VirtualService of retrysim strategy \"{}\" (docs/config-files.md): replace the host\n\
          # with your service's. Istio's back-off is Envoy's full jitter, max 10 x base.\n{}",
         s.str("name").unwrap_or("strategy"),
-        loss.comment("#")
+        dropped_comment("#", &dropped)
     );
-    Ok(Exported { text: yaml::write(&header, &doc), dropped: loss.dropped })
+    Ok(Exported { text: yaml::write(&header, &doc), dropped })
 }
 
 /// A Kubernetes name from a strategy name: lower case, other characters as `-`.

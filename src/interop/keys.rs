@@ -1,8 +1,12 @@
-//! What the library formats (grpc, aws, resilience4j, polly, urllib3, axios-retry) share: an
-//! export takes a strategy's keys one by one and whatever it leaves is inexpressible; an import
-//! builds the table with durations in [`duration_text`] and says what it applied or ignored.
+//! What every format shares: the one record of what an export cannot carry ([`Keys`]: a
+//! format takes a strategy's keys, and whatever it refuses or leaves is listed by key, an error
+//! without `lossy`, stated in the file's comment by [`dropped_comment`] where the format has
+//! comments and in the summary of `retrysim export` and `tune`); an import builds the table with
+//! durations in [`duration_text`](super::duration_text) and says what it applied or ignored.
 
-use super::{InteropError, duration_text};
+use super::InteropError;
+use super::strategy::Strategy;
+pub(crate) use super::strategy::duration_value;
 use crate::engine::Span;
 use std::collections::BTreeSet;
 use toml::{Table, Value};
@@ -32,8 +36,10 @@ pub(crate) fn is_neutral(table: &Table, key: &str, v: &Value) -> bool {
             && table.get("retry_other_replica").and_then(Value::as_bool) != Some(true))
 }
 
-/// A strategy table read by an export: every key a format takes is its to write; the rest,
-/// at [`Keys::finish`], is refused (or, when lossy, listed as dropped).
+/// A strategy table read by an export, for every format: every key a format takes is its to
+/// write; what it refuses, and at [`Keys::finish`] every key it left, is an error naming the key
+/// (or, when lossy, a line `key: why` of the dropped list). Keys at their neutral value
+/// ([`is_neutral`]) are never a loss.
 pub(crate) struct Keys<'a> {
     kind: &'static str,
     table: &'a Table,
@@ -50,6 +56,30 @@ impl<'a> Keys<'a> {
             .map(|(k, _)| k.clone())
             .collect();
         Keys { kind, table, left, lossy, dropped: Vec::new() }
+    }
+
+    /// For a format with a fixed list of settings (the proxies): the keys in `carried` are the
+    /// format's to write, every other one is refused now (`target` names what has no such
+    /// setting), so that nothing the strategy does is lost silently.
+    pub(crate) fn carrying(
+        kind: &'static str,
+        table: &'a Table,
+        lossy: bool,
+        carried: &[&str],
+        target: &str,
+    ) -> Result<Keys<'a>, InteropError> {
+        let mut keys = Keys::new(kind, table, lossy);
+        for key in std::mem::take(&mut keys.left) {
+            if !carried.contains(&key.as_str()) {
+                keys.refuse(&key, format!("{target} has no such setting"))?;
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The table read with dotted keys and typed values (the proxies' exports).
+    pub(crate) fn strategy(&self) -> Strategy<'a> {
+        Strategy { kind: self.kind, table: self.table }
     }
 
     /// The strategy's name (`"strategy"` without one).
@@ -115,6 +145,18 @@ impl<'a> Keys<'a> {
     }
 }
 
+/// The comment lines of an exported file that say what was dropped (none without loss).
+pub(crate) fn dropped_comment(prefix: &str, dropped: &[String]) -> String {
+    if dropped.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("{prefix} Not expressible here, dropped (--lossy):\n");
+    for d in dropped {
+        out.push_str(&format!("{prefix}   {d}\n"));
+    }
+    out
+}
+
 /// A strategy's table (`backoff`, `breaker`, ...) as a table, or an error naming it.
 pub(crate) fn sub<'a>(kind: &'static str, key: &str, v: &'a Value) -> Result<&'a Table, InteropError> {
     v.as_table().ok_or_else(|| InteropError::Field {
@@ -143,11 +185,6 @@ pub(crate) fn field_error(
 /// A field of the imported file that retrysim's keys cannot state exactly.
 pub(crate) fn unrepresentable(kind: &'static str, field: &str, why: impl Into<String>) -> InteropError {
     InteropError::Unrepresentable { kind, field: field.to_string(), why: why.into() }
-}
-
-/// A duration as the intermediate table writes it.
-pub(crate) fn duration_value(span: Span) -> Value {
-    Value::String(duration_text(span))
 }
 
 /// `retry_on` in its one order: statuses ascending, then `"timeout"`, then `"connection-error"`,
@@ -213,7 +250,7 @@ pub(crate) fn unknown_notes<'k>(
         .collect()
 }
 
-/// `t` with every duration in [`duration_text`], every outcome list in its one order and no
+/// `t` with every duration in [`duration_text`](super::duration_text), every outcome list in its one order and no
 /// neutral key (`honor_retry_after = false`...), so that two tables saying the same thing
 /// compare equal.
 pub(crate) fn normalized(t: &Table) -> Table {
@@ -230,6 +267,32 @@ fn normal_value(key: &str, v: &Value) -> Value {
             outcomes("normalized", key, v).map(|o| o.value()).unwrap_or_else(|_| v.clone())
         }
         _ => v.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_at_its_neutral_value_is_not_a_loss() {
+        let table: Table =
+            "honor_retry_after = false\nretry_after_mode = \"envoy\"\nlayers = []\nbreaker = { kind = \"resilience4j\" }\nmax_attempts = 3"
+                .parse()
+                .unwrap();
+        let keys = Keys::carrying("test", &table, true, &["max_attempts"], "the target").unwrap();
+        let dropped = keys.finish("").unwrap();
+        assert_eq!(dropped, ["breaker: the target has no such setting"]);
+        assert_eq!(
+            dropped_comment("#", &dropped),
+            "# Not expressible here, dropped (--lossy):\n#   breaker: the target has no such setting\n"
+        );
+        assert_eq!(dropped_comment("#", &[]), "");
+        let err = Keys::carrying("test", &table, false, &["max_attempts"], "the target").err().unwrap();
+        assert!(err.to_string().contains("cannot express `breaker`"), "{err}");
+        // What a format neither takes nor refuses is refused at the end.
+        let err = Keys::new("test", &table, false).finish("the target carries nothing").unwrap_err();
+        assert!(err.to_string().contains("cannot express `breaker`"), "{err}");
     }
 }
 

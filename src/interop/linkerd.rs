@@ -10,7 +10,8 @@
 //! | (5xx) | `retry_on = 500..599` | §3b |
 //! | (no back-off) | `backoff = none` | §3b |
 
-use super::strategy::{Failure, Loss, duration_value, retry_on_value, server_errors};
+use super::keys::{Keys, dropped_comment};
+use super::strategy::{Failure, duration_value, retry_on_value, server_errors};
 use super::yaml::{self, bad, documents, field, map, mapping, string};
 use super::{Exported, Format, Imported, InteropError};
 use crate::engine::Span;
@@ -262,20 +263,21 @@ fn read_budget(
 const CARRIED: &[&str] = &["max_attempts", "deadline", "retry_on", "backoff", "budget"];
 
 fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
-    let (s, mut loss) = Loss::begin(KIND, table, lossy, CARRIED, "a Linkerd ServiceProfile")?;
+    let mut loss = Keys::carrying(KIND, table, lossy, CARRIED, "a Linkerd ServiceProfile")?;
+    let s = loss.strategy();
     if s.str("backoff.kind") != Some("none") {
-        loss.cannot("backoff", "Linkerd retries at once: it has no back-off")?;
+        loss.refuse("backoff", "Linkerd retries at once: it has no back-off")?;
     }
     let retryable = match s.int("max_attempts")? {
         None => true,
         Some(1) => false,
         Some(n) => {
-            loss.cannot("max_attempts", format!("Linkerd bounds a request's retries only by the budget and the timeout, not by {n} attempts"))?;
+            loss.refuse("max_attempts", format!("Linkerd bounds a request's retries only by the budget and the timeout, not by {n} attempts"))?;
             true
         }
     };
     if retryable && s.retry_on()? != server_errors().collect::<BTreeSet<_>>() {
-        loss.cannot(
+        loss.refuse(
             "retry_on",
             "Linkerd retries the 5xx answers of a retryable route (500..599), nothing else",
         )?;
@@ -288,7 +290,7 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         Some(d) => {
             route.insert(string("timeout"), string(yaml::go_duration_text(d)));
         }
-        None => loss.cannot(
+        None => loss.refuse(
             "deadline",
             "a Linkerd route always has a timeout (10s when left out); no deadline cannot be said",
         )?,
@@ -302,7 +304,7 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
             let ttl = s.span("budget.ttl")?.unwrap_or(DEFAULT_TTL);
             let whole = per_second.round();
             if whole != per_second {
-                loss.cannot("budget.min_per_second", format!("minRetriesPerSecond is a whole number, not {per_second}: rounded"))?;
+                loss.refuse("budget.min_per_second", format!("minRetriesPerSecond is a whole number, not {per_second}: rounded"))?;
             }
             spec.insert(string("retryBudget"), map([
                 ("retryRatio", Value::from(ratio)),
@@ -310,8 +312,8 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
                 ("ttl", string(yaml::go_duration_text(ttl))),
             ]));
         }
-        Some(other) => loss.cannot("budget", format!("Linkerd's budget is a ratio of requests (kind = \"ratio\"), not {other}"))?,
-        None => loss.cannot("budget", "Linkerd's retries always go through a retry budget (0.2 of requests + 10/s over 10s when left out)")?,
+        Some(other) => loss.refuse("budget", format!("Linkerd's budget is a ratio of requests (kind = \"ratio\"), not {other}"))?,
+        None => loss.refuse("budget", "Linkerd's retries always go through a retry budget (0.2 of requests + 10/s over 10s when left out)")?,
     }
     let service = super::istio::dns_label(s.str("name").unwrap_or("service"));
     let doc = map([
@@ -326,13 +328,15 @@ fn export(table: &Table, lossy: bool) -> Result<Exported, InteropError> {
         ),
         ("spec", Value::Mapping(spec)),
     ]);
+    // carrying() took or refused every key: finish() refuses nothing more.
+    let dropped = loss.finish("")?;
     let header = format!(
         "# Linkerd ServiceProfile of retrysim strategy \"{}\" (docs/config-files.md): name it after\n\
          # your service's FQDN and narrow the route's condition to the requests it covers.\n{}",
         s.str("name").unwrap_or("strategy"),
-        loss.comment("#")
+        dropped_comment("#", &dropped)
     );
-    Ok(Exported { text: yaml::write(&header, &doc), dropped: loss.dropped })
+    Ok(Exported { text: yaml::write(&header, &doc), dropped })
 }
 
 #[cfg(test)]

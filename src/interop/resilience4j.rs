@@ -7,7 +7,9 @@
 //! The exception filters (`retryExceptions`, `recordExceptions`, ...) name Java classes, not
 //! outcomes: they are reported and not modelled, as in the `resilience4j` preset.
 
-use super::keys::{Keys, duration_value, field_error, other_keys, sub, unknown_notes, unrepresentable};
+use super::keys::{
+    Keys, dropped_comment, duration_value, field_error, other_keys, sub, unknown_notes, unrepresentable,
+};
 use super::{Exported, Format, Imported, InteropError};
 use crate::engine::Span;
 use serde_json::{Map, Value as Json, json};
@@ -218,7 +220,8 @@ impl Format for Resilience4j {
             .map_err(|e| InteropError::Parse { kind: KIND, message: e.to_string() })?;
         let text = format!(
             "# retrysim export: resilience4j Retry and CircuitBreaker (Spring Boot application.yml).\n\
-             # retryExceptions / recordExceptions are left to their defaults (every exception).\n{yaml}"
+             # retryExceptions / recordExceptions are left to their defaults (every exception).\n{}{yaml}",
+            dropped_comment("#", &dropped)
         );
         Ok(Exported { text, dropped })
     }

@@ -1,5 +1,5 @@
 //! The intermediate `[[strategies]]` table, read and written the same way by every format:
-//! its durations, its `retry_on` set, and the record of what an export cannot carry.
+//! its durations and its `retry_on` set (what an export cannot carry is `keys::Keys`'s).
 
 use super::{InteropError, duration_text};
 use crate::engine::Span;
@@ -133,75 +133,6 @@ impl<'a> Strategy<'a> {
     }
 }
 
-/// What an export could not carry: an error at the first key without `lossy`, the list of
-/// every one with it.
-pub struct Loss {
-    kind: &'static str,
-    lossy: bool,
-    /// `key: why`, one per key dropped.
-    pub dropped: Vec<String>,
-}
-
-impl Loss {
-    pub fn new(kind: &'static str, lossy: bool) -> Loss {
-        Loss { kind, lossy, dropped: Vec::new() }
-    }
-
-    /// The start of every export: `table` read as a strategy of `kind`, and every key outside
-    /// `carried` that is not at its neutral value refused (or dropped), `target` naming what
-    /// has no such setting.
-    pub fn begin<'a>(
-        kind: &'static str,
-        table: &'a Table,
-        lossy: bool,
-        carried: &[&str],
-        target: &str,
-    ) -> Result<(Strategy<'a>, Loss), InteropError> {
-        let s = Strategy { kind, table };
-        let mut loss = Loss::new(kind, lossy);
-        loss.only(&s, carried, target)?;
-        Ok((s, loss))
-    }
-
-    /// The target cannot carry `key`: refused, or (with `lossy`) recorded and left out.
-    pub fn cannot(&mut self, key: &str, why: impl Into<String>) -> Result<(), InteropError> {
-        let why = why.into();
-        if self.lossy {
-            self.dropped.push(format!("{key}: {why}"));
-            Ok(())
-        } else {
-            Err(InteropError::Inexpressible { kind: self.kind, key: key.to_string(), why })
-        }
-    }
-
-    /// Refuses (or drops) every key of `s` outside `carried` that is set to something other
-    /// than what leaving it out means, so that nothing the strategy does is lost silently.
-    pub fn only(&mut self, s: &Strategy<'_>, carried: &[&str], target: &str) -> Result<(), InteropError> {
-        for (key, value) in s.table {
-            if key == "name"
-                || carried.contains(&key.as_str())
-                || super::keys::is_neutral(s.table, key, value)
-            {
-                continue;
-            }
-            self.cannot(key, format!("{target} has no such setting"))?;
-        }
-        Ok(())
-    }
-
-    /// The comment lines of an exported file that say what was dropped (none without loss).
-    pub fn comment(&self, prefix: &str) -> String {
-        if self.dropped.is_empty() {
-            return String::new();
-        }
-        let mut out = format!("{prefix} Not expressible here, dropped (--lossy):\n");
-        for d in &self.dropped {
-            out.push_str(&format!("{prefix}   {d}\n"));
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,19 +142,5 @@ mod tests {
         let set: BTreeSet<Failure> =
             [Failure::ConnectionError, Failure::Status(503), Failure::Timeout, Failure::Status(429)].into();
         assert_eq!(retry_on_value(&set).to_string(), r#"[429, 503, "timeout", "connection-error"]"#);
-    }
-
-    #[test]
-    fn a_key_at_its_neutral_value_is_not_a_loss() {
-        let table: Table =
-            "honor_retry_after = false\nretry_after_mode = \"envoy\"\nlayers = []\nbreaker = { kind = \"resilience4j\" }"
-                .parse()
-                .unwrap();
-        let s = Strategy { kind: "test", table: &table };
-        let mut loss = Loss::new("test", true);
-        loss.only(&s, &[], "the target").unwrap();
-        assert_eq!(loss.dropped, ["breaker: the target has no such setting"]);
-        let err = Loss::new("test", false).only(&s, &[], "the target").unwrap_err();
-        assert!(err.to_string().contains("cannot express `breaker`"), "{err}");
     }
 }

@@ -3,9 +3,11 @@
 //!
 //! Counts: `total` retries (the first attempt is not one), `connect` and `read` per failure
 //! class; a class count of 0 takes the class out of `retry_on`, a count at least `total` changes
-//! nothing, one in between bounds one class only and is refused. The backoff is
-//! `backoff_factor * 2^(c-1)` for c consecutive errors, but 0 for the first retry: no backoff
-//! kind of retrysim starts at 0, so only `backoff_factor = 0` (or a single retry) imports.
+//! nothing, one in between bounds one class only and is refused. The backoff
+//! (`Retry.get_backoff_time`, urllib3 2.x) is 0 for the first retry, then
+//! `min(backoff_max, backoff_factor * 2^(c-1) + random() * backoff_jitter)` for c consecutive
+//! errors: `exponential` (or `additive-jitter` with a jitter) with `base = backoff_factor`,
+//! `multiplier = 2`, `cap = backoff_max` and `immediate_first = true`, exactly.
 
 use super::keys::{Keys, Outcomes, duration_value, field_error, outcomes, sub, unrepresentable};
 use super::{Exported, Format, Imported, InteropError};
@@ -22,6 +24,8 @@ const DEFAULT_TOTAL: u64 = 10;
 const RETRY_AFTER_STATUSES: [u16; 3] = [413, 429, 503];
 /// `retry_after_max`'s default, 6 h in seconds.
 const RETRY_AFTER_MAX_S: u64 = 21_600;
+/// `Retry.DEFAULT_BACKOFF_MAX`, the default `backoff_max`, in seconds.
+const DEFAULT_BACKOFF_MAX_S: u64 = 120;
 
 /// `Retry.__init__`'s parameters (urllib3 2.7): anything else makes `Retry(**kwargs)` raise.
 const KWARGS: &[&str] = &[
@@ -166,24 +170,8 @@ impl Format for Urllib3 {
             };
             s.insert("retry_after_cap".into(), duration_value(max));
         }
-        let factor = number(kw.get("backoff_factor"), "backoff_factor")?.unwrap_or(0.0);
-        let jitter = number(kw.get("backoff_jitter"), "backoff_jitter")?.unwrap_or(0.0);
-        let retries_after_the_first = total.is_none_or(|t| t > 1);
-        if (factor > 0.0 || jitter > 0.0) && retries_after_the_first {
-            return Err(unrepresentable(
-                KIND,
-                if factor > 0.0 { "backoff_factor" } else { "backoff_jitter" },
-                "urllib3's first retry is immediate and later ones wait backoff_factor x 2^(c-1) (+ jitter); \
-                 no retrysim backoff starts at 0",
-            ));
-        }
-        s.insert(
-            "backoff".into(),
-            Value::Table(Table::from_iter([("kind".to_string(), Value::String("none".into()))])),
-        );
-        if kw.get("backoff_factor").is_none() {
-            notes.push("backoff_factor absent: 0, every retry is immediate (§7)".into());
-        }
+        let backoff = backoff_of(kw, &mut notes)?;
+        s.insert("backoff".into(), Value::Table(backoff));
         for key in ["redirect", "raise_on_redirect", "remove_headers_on_redirect"] {
             if kw.contains_key(key) {
                 notes.push(format!("{key}: redirects are not simulated"));
@@ -264,18 +252,12 @@ impl Format for Urllib3 {
         kw.insert("status_forcelist".into(), json!(on.statuses.iter().collect::<Vec<_>>()));
         kw.insert("respect_retry_after_header".into(), json!(respect));
         if let Some(b) = k.take("backoff") {
-            let kind = sub(KIND, "backoff", b)?.get("kind").and_then(Value::as_str).unwrap_or("");
-            if kind != "none" {
-                k.refuse(
-                    "backoff",
-                    format!(
-                        "{kind}: urllib3's first retry is immediate and then backoff_factor x 2^(c-1), \
-                         which no retrysim backoff is; only none (backoff_factor 0) is written"
-                    ),
-                )?;
+            let b = sub(KIND, "backoff", b)?;
+            if let Some(kwargs) = backoff_kwargs(&mut k, b)? {
+                kw.extend(kwargs);
             }
         }
-        kw.insert("backoff_factor".into(), json!(0));
+        kw.entry("backoff_factor").or_insert(json!(0));
         let dropped = k.finish(
             "urllib3's Retry carries the attempt count, the retried statuses and failure classes and Retry-After; \
              timeouts are urllib3.Timeout's, the rest is not urllib3's",
@@ -283,6 +265,94 @@ impl Format for Urllib3 {
         let text = serde_json::to_string_pretty(&Json::Object(kw)).expect("a JSON value prints") + "\n";
         Ok(Exported { text, dropped })
     }
+}
+
+/// The backoff of `backoff_factor`, `backoff_jitter` and `backoff_max`: `none` when both the
+/// factor and the jitter are 0 (every retry immediate), else urllib3's formula exactly.
+fn backoff_of(kw: &Map<String, Json>, notes: &mut Vec<String>) -> Result<Table, InteropError> {
+    let factor = number(kw.get("backoff_factor"), "backoff_factor")?;
+    let jitter = number(kw.get("backoff_jitter"), "backoff_jitter")?.unwrap_or(0.0);
+    let kind = |k: &str| ("kind".to_string(), Value::String(k.into()));
+    let factor = match factor {
+        None if jitter == 0.0 => {
+            notes.push("backoff_factor absent: 0, every retry is immediate (§7)".into());
+            return Ok(Table::from_iter([kind("none")]));
+        }
+        Some(f) if f == 0.0 && jitter == 0.0 => return Ok(Table::from_iter([kind("none")])),
+        f => f.unwrap_or(0.0),
+    };
+    let max = match number(kw.get("backoff_max"), "backoff_max")? {
+        Some(m) => m,
+        None => {
+            notes.push(format!("backoff_max absent: {DEFAULT_BACKOFF_MAX_S} s (§7)"));
+            DEFAULT_BACKOFF_MAX_S as f64
+        }
+    };
+    if max < factor {
+        return Err(unrepresentable(
+            KIND,
+            "backoff_max",
+            format!(
+                "backoff_max {max} s is below backoff_factor {factor} s: every delay after the first retry is \
+                 backoff_max, which no retrysim backoff with cap >= base says; raise backoff_max"
+            ),
+        ));
+    }
+    let secs = |x: f64| duration_value(Span::from_secs_f64(x));
+    let mut t = Table::from_iter([
+        kind(if jitter > 0.0 { "additive-jitter" } else { "exponential" }),
+        ("base".to_string(), secs(factor)),
+        ("cap".to_string(), secs(max)),
+        ("multiplier".to_string(), Value::Float(2.0)),
+        ("immediate_first".to_string(), Value::Boolean(true)),
+    ]);
+    if jitter > 0.0 {
+        t.insert("jitter".into(), secs(jitter));
+    }
+    Ok(t)
+}
+
+/// The keyword arguments of a strategy's backoff, `None` for `none` (every retry immediate,
+/// `backoff_factor` 0); what urllib3's formula cannot say is refused (or dropped) as `backoff`.
+fn backoff_kwargs(k: &mut Keys<'_>, b: &Table) -> Result<Option<Map<String, Json>>, InteropError> {
+    let kind = b.get("kind").and_then(Value::as_str).unwrap_or("");
+    let formula = "urllib3 waits 0 before the first retry, then min(backoff_max, backoff_factor x 2^(c-1) \
+                   + U(0, backoff_jitter)): exponential or additive-jitter with multiplier 2, a cap and \
+                   immediate_first = true, or none";
+    if kind == "none" {
+        return Ok(None);
+    }
+    if !matches!(kind, "exponential" | "additive-jitter") {
+        k.refuse("backoff", format!("{kind}: {formula}"))?;
+        return Ok(None);
+    }
+    let multiplier = match b.get("multiplier") {
+        Some(v) => k.number("backoff.multiplier", v)?,
+        None => 2.0,
+    };
+    let immediate_first = b.get("immediate_first").and_then(Value::as_bool).unwrap_or(false);
+    let (Some(base), Some(cap)) = (b.get("base"), b.get("cap")) else {
+        k.refuse("backoff", format!("{kind} without a cap: {formula}"))?;
+        return Ok(None);
+    };
+    if multiplier != 2.0 || !immediate_first {
+        k.refuse(
+            "backoff",
+            format!("{kind} with multiplier {multiplier} and immediate_first = {immediate_first}: {formula}"),
+        )?;
+        return Ok(None);
+    }
+    let secs = |s: Span| json!(s.as_secs_f64());
+    let mut kw = Map::new();
+    kw.insert("backoff_factor".into(), secs(k.span("backoff.base", base)?));
+    kw.insert("backoff_max".into(), secs(k.span("backoff.cap", cap)?));
+    if kind == "additive-jitter" {
+        let jitter = b
+            .get("jitter")
+            .ok_or_else(|| field_error(KIND, "backoff.jitter", "is missing", "check the strategy"))?;
+        kw.insert("backoff_jitter".into(), secs(k.span("backoff.jitter", jitter)?));
+    }
+    Ok(Some(kw))
 }
 
 fn count(v: &Json, field: &str) -> Result<u64, InteropError> {
@@ -347,13 +417,47 @@ mod tests {
         );
         assert!(!imp.strategy.contains_key("honor_retry_after"), "false, the key's default");
         assert!(!imp.strategy.contains_key("retry_after_cap"));
-        // A single retry waits 0 whatever the factor.
-        let one = Urllib3.import(r#"{"total": 1, "backoff_factor": 2}"#, "u").unwrap();
-        assert_eq!(one.strategy["backoff"]["kind"].as_str(), Some("none"));
+        // A single retry waits 0 whatever the factor; the factor is kept, immediate_first says so.
+        let one = Urllib3.import(r#"{"total": 1, "backoff_factor": 2, "backoff_max": 5}"#, "u").unwrap();
+        assert_eq!(
+            normalized(&one.strategy)["backoff"],
+            Value::Table(strategy(
+                r#"backoff = { kind = "exponential", base = "2s", cap = "5s", multiplier = 2.0, immediate_first = true }"#
+            )["backoff"].as_table().unwrap().clone())
+        );
         let none = Urllib3.import(r#"{"total": false}"#, "u").unwrap();
         assert_eq!(none.strategy["max_attempts"].as_integer(), Some(1));
         let unlimited = Urllib3.import(r#"{"total": null}"#, "u").unwrap();
         assert!(!unlimited.strategy.contains_key("max_attempts"));
+    }
+
+    #[test]
+    fn the_documented_backoff_example_imports_to_immediate_first() {
+        // Retry's docstring: "If the backoff_factor is 0.1, then Retry.sleep will sleep for
+        // [0.0s, 0.2s, 0.4s, 0.8s, ...] between retries. No backoff will ever be longer than
+        // backoff_max" (DEFAULT_BACKOFF_MAX = 120 s).
+        let imp = Urllib3.import(r#"{"backoff_factor": 0.1}"#, "u").unwrap();
+        let want = strategy(
+            r#"backoff = { kind = "exponential", base = "100ms", cap = "120s", multiplier = 2.0, immediate_first = true }"#,
+        );
+        assert_eq!(normalized(&imp.strategy)["backoff"], normalized(&want)["backoff"]);
+        assert!(imp.notes.iter().any(|n| n.starts_with("backoff_max absent: 120 s")), "{:?}", imp.notes);
+        // backoff_jitter adds U(0, jitter) before the cap: additive-jitter.
+        let jittered = Urllib3
+            .import(r#"{"total": 3, "backoff_factor": 0.05, "backoff_jitter": 0.03, "backoff_max": 2}"#, "u")
+            .unwrap();
+        let want = strategy(
+            r#"backoff = { kind = "additive-jitter", base = "50ms", cap = "2s", multiplier = 2.0, jitter = "30ms", immediate_first = true }"#,
+        );
+        assert_eq!(normalized(&jittered.strategy)["backoff"], normalized(&want)["backoff"]);
+        // A jitter without a factor: U(0, jitter) from the second retry on.
+        let only_jitter = Urllib3.import(r#"{"backoff_jitter": 0.5, "backoff_max": 1}"#, "u").unwrap();
+        assert_eq!(only_jitter.strategy["backoff"]["kind"].as_str(), Some("additive-jitter"));
+        assert_eq!(only_jitter.strategy["backoff"]["base"].as_str(), Some("0s"));
+        // An explicit factor of 0 is no backoff, without a note.
+        let zero = Urllib3.import(r#"{"backoff_factor": 0}"#, "u").unwrap();
+        assert_eq!(zero.strategy["backoff"]["kind"].as_str(), Some("none"));
+        assert!(!zero.notes.iter().any(|n| n.starts_with("backoff")), "{:?}", zero.notes);
     }
 
     #[test]
@@ -379,6 +483,18 @@ mod tests {
                 r#"max_attempts = 2
                    retry_on = ["timeout"]
                    backoff = { kind = "none" }"#,
+                r#"max_attempts = 4
+                   retry_on = [429, 500, 502, 503, 504, "timeout", "connection-error"]
+                   backoff = { kind = "exponential", base = "50ms", cap = "2s", multiplier = 2.0, immediate_first = true }"#,
+                r#"max_attempts = 6
+                   retry_on = [413, 429, 503, "timeout", "connection-error"]
+                   honor_retry_after = true
+                   retry_after_mode = "replace"
+                   retry_after_cap = "6h"
+                   backoff = { kind = "additive-jitter", base = "20ms", cap = "1s", multiplier = 2.0, jitter = "50ms", immediate_first = true }"#,
+                r#"max_attempts = 3
+                   retry_on = [503]
+                   backoff = { kind = "exponential", base = "1500us", cap = "120s", multiplier = 2.0, immediate_first = true }"#,
             ],
         );
     }
@@ -386,7 +502,17 @@ mod tests {
     #[test]
     fn what_urllib3_cannot_express_is_refused_or_dropped_with_lossy() {
         let ok = "max_attempts = 3\nretry_on = [503]\nbackoff = { kind = \"none\" }";
-        assert_refused(&Urllib3, &ok.replace("\"none\" }", "\"exponential\", base = \"100ms\" }"), "backoff");
+        let with_backoff = |b: &str| ok.replace("{ kind = \"none\" }", b);
+        // Not urllib3's formula: the first retry waits, the growth is not 2, no cap, a jitter kind.
+        for b in [
+            r#"{ kind = "exponential", base = "100ms", cap = "1s" }"#,
+            r#"{ kind = "exponential", base = "100ms", cap = "1s", multiplier = 3.0, immediate_first = true }"#,
+            r#"{ kind = "exponential", base = "100ms", immediate_first = true }"#,
+            r#"{ kind = "full-jitter", base = "100ms", cap = "1s" }"#,
+            r#"{ kind = "constant", base = "100ms" }"#,
+        ] {
+            assert_refused(&Urllib3, &with_backoff(b), "backoff");
+        }
         assert_refused(&Urllib3, &format!("{ok}\ntimeout = \"1s\""), "timeout");
         assert_refused(&Urllib3, &format!("{ok}\nbudget = {{ kind = \"ratio\" }}"), "budget");
         assert_refused(
@@ -409,7 +535,12 @@ mod tests {
         assert_import_error(&Urllib3, r#"{"totl": 3}"#, "totl");
         assert_import_error(&Urllib3, r#"{"total": -1}"#, "total");
         assert_import_error(&Urllib3, r#"{"status_forcelist": [200]}"#, "status_forcelist");
-        assert_import_error(&Urllib3, r#"{"total": 5, "backoff_factor": 0.5}"#, "backoff_factor");
+        assert_import_error(
+            &Urllib3,
+            r#"{"total": 5, "backoff_factor": 0.5, "backoff_max": 0.2}"#,
+            "backoff_max",
+        );
+        assert_import_error(&Urllib3, r#"{"backoff_jitter": "1s"}"#, "backoff_jitter");
         assert_import_error(&Urllib3, r#"{"total": 5, "backoff_factor": -1}"#, "backoff_factor");
         assert_import_error(&Urllib3, r#"{"total": 5, "connect": 2}"#, "connect");
         assert_import_error(

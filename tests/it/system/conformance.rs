@@ -57,7 +57,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant as WallClock};
 
 /// The KS test's significance: a case whose delays give p below it fails.
-const ALPHA: f64 = 0.0001;
+pub(super) const ALPHA: f64 = 0.0001;
 /// How far after a point of the formula (a constant delay, a Retry-After) a delay still counts
 /// as that point: the client's own time to send again (Node's event loop with four clients on
 /// a machine running other builds took up to 61 ms, median 17 ms, for axios-retry's
@@ -79,7 +79,7 @@ fn repo() -> &'static Path {
 
 /// Which program runs a driver.
 #[derive(Clone, Copy, Debug)]
-enum Runtime {
+pub(super) enum Runtime {
     Python,
     Node,
 }
@@ -87,21 +87,21 @@ enum Runtime {
 /// One library configuration: its driver, the preset it is compared with, and the keys a tuned
 /// configuration adds to that preset (in the experiment file's terms).
 #[derive(Clone, Copy, Debug)]
-struct Config {
-    library: &'static str,
-    runtime: Runtime,
-    driver: &'static str,
+pub(super) struct Config {
+    pub(super) library: &'static str,
+    pub(super) runtime: Runtime,
+    pub(super) driver: &'static str,
     /// The driver's configuration argument.
-    name: &'static str,
-    preset: &'static str,
-    keys: &'static str,
-    workers: u32,
+    pub(super) name: &'static str,
+    pub(super) preset: &'static str,
+    pub(super) keys: &'static str,
+    pub(super) workers: u32,
 }
 
 /// A difference between the library and its preset that the preset documents, as the keys
 /// that express it for one scenario.
 #[derive(Clone, Copy, Debug)]
-struct Difference {
+pub(super) struct Difference {
     keys: &'static str,
     why: &'static str,
     /// Whether the delays are compared (the attempts always are).
@@ -109,10 +109,10 @@ struct Difference {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Case {
-    config: Config,
-    scenario: &'static str,
-    difference: Option<Difference>,
+pub(super) struct Case {
+    pub(super) config: Config,
+    pub(super) scenario: &'static str,
+    pub(super) difference: Option<Difference>,
 }
 
 const URLLIB3_DEFAULTS: Config = Config {
@@ -341,7 +341,7 @@ fn case_file(case: &Case, with_difference: bool) -> String {
     )
 }
 
-fn strategy_of(text: &str) -> Strategy {
+pub(super) fn strategy_of(text: &str) -> Strategy {
     let exp = experiment::load_str(text, "case.toml", &Overrides::default())
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     exp.points[0].strategies[0].clone()
@@ -382,7 +382,7 @@ fn start_driver(config: &Config, extra: &[String]) -> Driver {
 }
 
 /// Serves `file` while the driver runs; returns the driver's version and serve's log.
-fn play(config: &Config, file: &str, dir: &Path, extra: &[String]) -> (String, Log) {
+pub(super) fn play(config: &Config, file: &str, dir: &Path, extra: &[String]) -> (String, Log) {
     std::fs::create_dir_all(dir).unwrap();
     let toml = dir.join("case.toml");
     std::fs::write(&toml, file).unwrap();
@@ -441,7 +441,7 @@ struct Op {
 }
 
 /// serve's requests.csv, grouped into operations (`c<client>-w<worker>-<n>`).
-struct Log {
+pub(super) struct Log {
     ops: Vec<Op>,
 }
 
@@ -492,21 +492,21 @@ fn instant(s: f64) -> Instant {
 
 /// What the replay found.
 #[derive(Debug, Default)]
-struct Replay {
+pub(super) struct Replay {
     /// Failed attempts after which the library and the policy decided the same.
     agreed: usize,
     /// Failed attempts after which they did not: (op index, attempt, what the library did).
-    differed: Vec<String>,
+    pub(super) differed: Vec<String>,
     /// Each delay, with the sorted draws of the formula it is compared with.
     delays: Vec<(Vec<f64>, f64)>,
     /// Delays earlier than anything the formula allows.
-    early: Vec<String>,
+    pub(super) early: Vec<String>,
     retries: usize,
 }
 
 /// Replays every answer of `log`, in the order they were sent, through `run`'s retry decision
 /// for `strategy`, one gate per library client.
-fn replay(strategy: &Strategy, log: &Log) -> Replay {
+pub(super) fn replay(strategy: &Strategy, log: &Log) -> Replay {
     let policy = retry_policy(strategy);
     let clients = log.ops.iter().map(|o| o.client + 1).max().unwrap_or(1);
 
@@ -644,7 +644,7 @@ fn delay_p_value(delays: &[(Vec<f64>, f64)]) -> f64 {
 
 /// One row of the results table.
 #[derive(Clone, Debug)]
-struct Row {
+pub(super) struct Row {
     library: String,
     version: String,
     config: String,
@@ -654,14 +654,14 @@ struct Row {
     attempts: usize,
     decisions: String,
     delays: usize,
-    p_value: Option<f64>,
+    pub(super) p_value: Option<f64>,
     verdict: String,
-    passed: bool,
+    pub(super) passed: bool,
     /// What `retrysim fit` makes of the log (`outage-503` only).
     fit: String,
 }
 
-fn judge(case: &Case, version: String, log: &Log, r: &Replay) -> Row {
+pub(super) fn judge(case: &Case, version: String, log: &Log, r: &Replay) -> Row {
     let delays = case.difference.is_none_or(|d| d.delays);
     let p = (delays && !r.delays.is_empty()).then(|| delay_p_value(&r.delays));
     let passed = r.differed.is_empty() && (!delays || r.early.is_empty()) && p.is_none_or(|p| p >= ALPHA);
@@ -877,9 +877,9 @@ fn stable(text: &str) -> Vec<String> {
 // ----- the tests -----
 
 /// Serialises the cases of the two tests: they measure wall-clock delays.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+pub(super) static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn work_dir(name: &str) -> PathBuf {
+pub(super) fn work_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-runs").join(name);
     let _ = std::fs::remove_dir_all(&d);
     d

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 mod browser;
 mod conformance;
+mod conformance_exports;
 mod grpc_service_config;
 mod slurm;
 
