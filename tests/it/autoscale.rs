@@ -53,11 +53,8 @@ fn column(m: &RunMetrics, k: usize) -> Vec<Option<f64>> {
     (0..m.series.len()).map(|b| m.series.replica_row(b).unwrap()[k]).collect()
 }
 
-/// The bucket (of 1 s) of `t_s` seconds.
-fn at(t_s: usize) -> usize {
-    t_s
-}
-
+/// Buckets are 1 s unless said otherwise, so bucket `b` starts at `b` seconds.
+///
 /// The docs' example: 90.45 % reads 90 % (the metric is truncated to a whole percent), and
 /// ceil(50 x 90 / 75) = 60 at the first sync (15 s). The 10 new replicas are ready 30 s later
 /// (45 s): no sync in between changes the count (with 10 starting, 90 % over the 50 ready is
@@ -68,18 +65,18 @@ fn ninety_percent_on_fifty_replicas_against_seventy_five_scales_to_sixty_at_the_
     let desired = column(&m, 1);
     let ready = column(&m, 2);
     let utilization = column(&m, 3);
-    assert_eq!(desired[at(14)], Some(50.0));
-    for b in at(15)..at(70) {
-        assert_eq!(desired[b], Some(60.0), "bucket {b}");
+    assert_eq!(desired[14], Some(50.0));
+    for (b, d) in desired.iter().enumerate().take(70).skip(15) {
+        assert_eq!(*d, Some(60.0), "bucket {b}");
     }
-    assert_eq!(ready[at(44)], Some(50.0));
-    assert_eq!(ready[at(45)], Some(60.0));
-    for b in at(2)..at(15) {
-        let u = utilization[b].unwrap();
+    assert_eq!(ready[44], Some(50.0));
+    assert_eq!(ready[45], Some(60.0));
+    for (b, u) in utilization.iter().enumerate().take(15).skip(2) {
+        let u = u.unwrap();
         assert!((u - 0.9045).abs() < 1e-6, "bucket {b}: {u}");
     }
-    for b in at(47)..at(69) {
-        let u = utilization[b].unwrap();
+    for (b, u) in utilization.iter().enumerate().take(69).skip(47) {
+        let u = u.unwrap();
         assert!((u - 0.9045 * 50.0 / 60.0).abs() < 0.002, "bucket {b}: {u}");
     }
 }
@@ -132,13 +129,13 @@ fn scale_down_waits_the_stabilisation_window_then_steps_by_the_rate_policy() {
 #[test]
 fn max_and_min_bound_the_replicas() {
     let m = run_one(&fixed_load(100.5, 30, "1s", "max = 55, startup = \"5s\""), &[]);
-    assert_eq!(column(&m, 1)[at(20)], Some(55.0));
-    assert_eq!(column(&m, 2)[at(20)], Some(55.0));
+    assert_eq!(column(&m, 1)[20], Some(55.0));
+    assert_eq!(column(&m, 2)[20], Some(55.0));
     let m = run_one(&fixed_load(33.5, 330, "1s", "min = 30, max = 100, startup = \"5s\""), &[]);
     let desired = column(&m, 1);
-    assert_eq!(desired[at(299)], Some(50.0));
-    assert_eq!(desired[at(300)], Some(30.0));
-    assert_eq!(desired[at(329)], Some(30.0));
+    assert_eq!(desired[299], Some(50.0));
+    assert_eq!(desired[300], Some(30.0));
+    assert_eq!(desired[329], Some(30.0));
 }
 
 /// DESIGN §2 with the autoscaler: the shipped experiment gives the same bytes on one thread
