@@ -2,10 +2,16 @@
 //! model's replica set (DESIGN §3.3, §4).
 
 use super::server::server;
+use crate::engine::Span;
 use crate::experiment::deploys::rolling_updates;
-use crate::experiment::{BalancerSpec, OutlierSpec, PolicySpec, QueueServerSpec};
+use crate::experiment::{
+    AutoscaleSpec, BalancerSpec, OutlierSpec, PolicySpec, QueueServerSpec, ScalingPolicyKind,
+    ScalingPolicySpec, SelectPolicySpec,
+};
 use crate::metrics::recovery::FaultSpan;
+use crate::model::autoscaler::AutoscaleParams;
 use crate::model::replicas::ReplicaParams;
+use crate::policy::autoscale::{HpaParams, ScalingPolicy, ScalingRules, SelectPolicy};
 use crate::policy::balancer::BalancerParams;
 use crate::policy::balancer::slow_start::SlowStartParams;
 use crate::policy::deploy::plan;
@@ -19,9 +25,7 @@ pub fn replicas(spec: &QueueServerSpec, policy: &PolicySpec) -> Option<ReplicaPa
         let deploys =
             plan(spec.replicas, &rolling_updates(spec)).expect("validation refuses overlapping deploys");
         ReplicaParams {
-            others: (1..deploys.slots.len().max(spec.replicas as usize) as u32)
-                .map(|r| server(spec, r))
-                .collect(),
+            others: (1..slots(spec, deploys.slots.len() as u32)).map(|r| server(spec, r)).collect(),
             balancer: balancer(spec),
             outlier: spec.outlier.as_ref().map(outlier),
             panic_threshold_percent: spec.panic_threshold,
@@ -38,8 +42,52 @@ pub fn replicas(spec: &QueueServerSpec, policy: &PolicySpec) -> Option<ReplicaPa
                 .collect(),
             deploys: deploys.slots,
             replicas: spec.replicas,
+            autoscale: spec.autoscale.as_ref().map(|a| autoscale(a, spec.concurrency)),
         }
     })
+}
+
+/// Replica slots: the replicas, a deploy's surge slots after them, or the autoscaler's `max`.
+pub fn slots(spec: &QueueServerSpec, deploy_slots: u32) -> u32 {
+    deploy_slots.max(spec.replicas).max(spec.autoscale_max().unwrap_or(0))
+}
+
+fn autoscale(a: &AutoscaleSpec, workers: u32) -> AutoscaleParams {
+    let AutoscaleSpec::Hpa(h) = a;
+    let rules =
+        |stabilization: Span, policies: &[ScalingPolicySpec], select: SelectPolicySpec| ScalingRules {
+            stabilization,
+            policies: policies
+                .iter()
+                .map(|p| match p.kind {
+                    ScalingPolicyKind::Pods => {
+                        ScalingPolicy::Pods { value: p.value, period: p.period.span() }
+                    }
+                    ScalingPolicyKind::Percent => {
+                        ScalingPolicy::Percent { value: p.value, period: p.period.span() }
+                    }
+                })
+                .collect(),
+            select: match select {
+                SelectPolicySpec::Max => SelectPolicy::Max,
+                SelectPolicySpec::Min => SelectPolicy::Min,
+                SelectPolicySpec::Disabled => SelectPolicy::Disabled,
+            },
+        };
+    AutoscaleParams {
+        hpa: HpaParams {
+            // The nearest whole percent, as `averageUtilization` is an integer.
+            target_percent: (h.target_utilization * 100.0).round().max(1.0) as u32,
+            min: h.min,
+            max: h.max,
+            sync_period: h.sync_period.span(),
+            tolerance: h.tolerance,
+            scale_up: rules(h.stabilization_up.span(), &h.scale_up, h.select_up),
+            scale_down: rules(h.stabilization_down.span(), &h.scale_down, h.select_down),
+        },
+        startup: h.startup.span(),
+        workers,
+    }
 }
 
 fn balancer(spec: &QueueServerSpec) -> BalancerParams {

@@ -294,6 +294,69 @@ pub struct QueueServerSpec {
     pub deploys: Vec<DeploySpec>,
     /// Envoy's adaptive concurrency filter in front of the workers (DESIGN §3.3).
     pub adaptive_concurrency: Option<AdaptiveConcurrencySpec>,
+    /// An autoscaler that sets the replicas from their utilisation (DESIGN §3.3).
+    pub autoscale: Option<AutoscaleSpec>,
+}
+
+impl QueueServerSpec {
+    /// The autoscaler's most replicas, with `autoscale`.
+    pub fn autoscale_max(&self) -> Option<u32> {
+        self.autoscale.as_ref().map(|AutoscaleSpec::Hpa(h)| h.max)
+    }
+}
+
+/// `[server] autoscale`: the autoscaler, by `kind`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum AutoscaleSpec {
+    /// The Kubernetes Horizontal Pod Autoscaler on the replicas' utilisation.
+    Hpa(HpaSpec),
+}
+
+/// `autoscale = { kind = "hpa", ... }` (the `autoscaling/v2` HorizontalPodAutoscaler).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HpaSpec {
+    /// Target busy share of a replica's workers, in (0, 1] (`averageUtilization` / 100).
+    pub target_utilization: f64,
+    pub min: u32,
+    pub max: u32,
+    pub sync_period: Duration,
+    pub stabilization_down: Duration,
+    pub stabilization_up: Duration,
+    pub tolerance: f64,
+    /// From a new replica's creation until the balancer may pick it.
+    pub startup: Duration,
+    pub scale_up: Vec<ScalingPolicySpec>,
+    pub scale_down: Vec<ScalingPolicySpec>,
+    pub select_up: SelectPolicySpec,
+    pub select_down: SelectPolicySpec,
+}
+
+/// One rate policy (`HPAScalingPolicy`): at most `value` pods, or `value` percent, per `period`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScalingPolicySpec {
+    #[serde(rename = "type")]
+    pub kind: ScalingPolicyKind,
+    pub value: u32,
+    pub period: Duration,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScalingPolicyKind {
+    Pods,
+    Percent,
+}
+
+/// `selectPolicy`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectPolicySpec {
+    Max,
+    Min,
+    Disabled,
 }
 
 /// `[server.slow_start]`: Envoy's `SlowStartConfig`.

@@ -8,13 +8,28 @@ use crate::engine::{Instant, Span};
 /// The columns after `replicas_up`, per replica, in order.
 pub const PER_REPLICA: [&str; 3] = ["requests", "queued", "success_rate"];
 
-/// Unit and meaning of `replicas_up`, then of each per-replica column (Markdown, for
-/// docs/outputs.md).
-pub const REPLICA_MEANING: [(&str, &str, &str); 4] = [
+/// Unit and meaning of `replicas_up`, of the autoscaler's three columns, then of each
+/// per-replica column (Markdown, for docs/outputs.md).
+pub const REPLICA_MEANING: [(&str, &str, &str); 7] = [
     (
         "replicas_up",
         "replicas",
         "the fewest replicas up (not restarting, not vacant; an ejected replica counts) at any instant of the bucket; a column only with `replicas` > 1",
+    ),
+    (
+        "replicas_desired",
+        "replicas",
+        "the replicas the autoscaler asks for (starting or ready) at the bucket's end; a column only with `autoscale`",
+    ),
+    (
+        "replicas_ready",
+        "replicas",
+        "the replicas up (ready, taking requests) at the bucket's end; a column only with `autoscale`",
+    ),
+    (
+        "utilization",
+        "fraction",
+        "busy workers over the workers of the replicas up, averaged over the bucket (what the autoscaler measures, over its sync period); a column only with `autoscale`",
     ),
     (
         "replica{r}_requests",
@@ -29,9 +44,16 @@ pub const REPLICA_MEANING: [(&str, &str, &str); 4] = [
     ),
 ];
 
-/// The column names for `replicas` replicas: `replicas_up`, then each replica's.
-pub fn columns(replicas: u32) -> Vec<String> {
+/// The autoscaler's columns in [`REPLICA_MEANING`], after `replicas_up`.
+pub const AUTOSCALED: usize = 3;
+
+/// The column names for `replicas` replicas: `replicas_up`, the autoscaler's if `autoscale`,
+/// then each replica's.
+pub fn columns(replicas: u32, autoscale: bool) -> Vec<String> {
     let mut c = vec![REPLICA_MEANING[0].0.to_owned()];
+    if autoscale {
+        c.extend(REPLICA_MEANING[1..=AUTOSCALED].iter().map(|m| m.0.to_owned()));
+    }
     for r in 0..replicas {
         c.extend(PER_REPLICA.iter().map(|k| format!("replica{r}_{k}")));
     }
@@ -55,6 +77,8 @@ pub struct ReplicaSeries {
     /// Replicas up since `up_since`.
     up: u32,
     up_since: Instant,
+    /// With `[server] autoscale`, per bucket: desired and ready replicas, and utilisation.
+    autoscale: Option<Vec<[Option<f64>; 3]>>,
 }
 
 impl ReplicaSeries {
@@ -72,6 +96,7 @@ impl ReplicaSeries {
             up_min,
             up,
             up_since: Instant::ZERO,
+            autoscale: None,
         }
     }
 
@@ -137,9 +162,17 @@ impl ReplicaSeries {
         }
     }
 
+    /// The autoscaler's columns, per bucket (`REPLICA_MEANING[1..=AUTOSCALED]`).
+    pub fn autoscaled(&mut self, rows: Vec<[Option<f64>; 3]>) {
+        self.autoscale = Some(rows);
+    }
+
     /// Bucket `b`'s values in [`columns`] order (a success rate is `None` without answers).
     pub fn row(&self, b: usize) -> Vec<Option<f64>> {
         let mut row = vec![self.up_min[b].map(f64::from)];
+        if let Some(rows) = &self.autoscale {
+            row.extend(rows.get(b).copied().unwrap_or([None; 3]));
+        }
         for r in 0..self.replicas {
             let i = b * self.replicas + r;
             row.push(Some(f64::from(self.sent[i])));
@@ -184,7 +217,7 @@ mod tests {
         assert_eq!(replica2(0), [Some(1.0), Some(7.0), Some(0.5)]);
         assert_eq!(replica2(3), [Some(0.0), Some(7.0), None], "the queue holds; no answers");
         assert_eq!(
-            columns(2),
+            columns(2, false),
             [
                 "replicas_up",
                 "replica0_requests",

@@ -3,6 +3,7 @@
 //! types in engine units; `crate::assembly` fills them from an experiment file, so the model
 //! knows no file format.
 
+pub mod autoscaler;
 pub mod bulkheads;
 pub mod clients;
 pub mod connections;

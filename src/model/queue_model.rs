@@ -39,6 +39,7 @@
 mod graph;
 mod hedging;
 
+use super::autoscaler::ScaleStep;
 use super::bulkheads::{Bulkheads, Entry};
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::connections::{self, Connections, Grant};
@@ -121,6 +122,10 @@ pub enum Kind {
     GraphReleased,
     /// Service `a`'s capacity went back up.
     GraphCapacity,
+    /// The autoscaler syncs (`[server] autoscale`).
+    AutoscaleSync,
+    /// The replica the autoscaler started in slot `a` (its generation `b`) is ready.
+    ReplicaReady,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -147,6 +152,10 @@ impl Ev {
     pub const OPEN_ARRIVAL: Ev = Ev::of(Kind::OpenArrival, 0, 0, 0);
     pub const CAPACITY_RESTORED: Ev = Ev::of(Kind::CapacityRestored, 0, 0, 0);
     pub const OUTLIER_TICK: Ev = Ev::of(Kind::OutlierTick, 0, 0, 0);
+    pub const AUTOSCALE_SYNC: Ev = Ev::of(Kind::AutoscaleSync, 0, 0, 0);
+    pub fn replica_ready(slot: u32, generation: u32) -> Ev {
+        Ev::of(Kind::ReplicaReady, slot, generation, 0)
+    }
     #[inline(always)]
     pub fn first_start(client: u32) -> Ev {
         Ev::of(Kind::FirstStart, client, 0, 0)
@@ -236,6 +245,7 @@ fn change_code(change: Change) -> u32 {
         Change::Deployed(SlotState::Up) => 2,
         Change::Deployed(SlotState::Starting) => 3,
         Change::Deployed(SlotState::Vacant) => 4,
+        Change::Drain => 5,
     }
 }
 
@@ -245,7 +255,8 @@ fn change_of(code: u32) -> Change {
         1 => Change::RestartEnds,
         2 => Change::Deployed(SlotState::Up),
         3 => Change::Deployed(SlotState::Starting),
-        _ => Change::Deployed(SlotState::Vacant),
+        4 => Change::Deployed(SlotState::Vacant),
+        _ => Change::Drain,
     }
 }
 
@@ -433,12 +444,21 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
             sched.schedule_at(Instant::ZERO + interval, Ev::OUTLIER_TICK);
         }
     }
-    let restarts = schedule_changes(&server, replicas.as_deref(), &mut sched);
+    let mut restarts = schedule_changes(&server, replicas.as_deref(), &mut sched);
     let mut series = series;
     if let Some(set) = &replicas
         && !series.is_empty()
     {
         series.track_replicas(set.count(), set.up_count());
+    }
+    let mut replicas = replicas;
+    if let Some(a) = replicas.as_mut().and_then(|set| set.autoscaler()) {
+        sched.schedule_at(Instant::ZERO + a.sync_period(), Ev::AUTOSCALE_SYNC);
+        if !series.is_empty() {
+            a.track(series.width(), series.len());
+        }
+        // A scale-up may drop what a draining replica still holds.
+        restarts = true;
     }
     let mut model = QueueModel::<PLAIN> {
         clients,
@@ -505,6 +525,12 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         }
     }
     engine::run(&mut model, &mut sched, horizon);
+    if let Some(a) = model.replicas.as_mut().and_then(|set| set.autoscaler()) {
+        let rows = a.rows(horizon);
+        if let Some(series) = model.rec.replica_series() {
+            series.autoscaled(rows);
+        }
+    }
     model.rec.keys_peak(model.server.keys_peak());
     let (locks_expired, fenced) = model.server.lock_counts();
     model.rec.locks(locks_expired, fenced);
@@ -629,6 +655,13 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             }
             Kind::OutlierTick => self.outlier_tick(s),
             Kind::ReplicaChange => self.replica_changed(a, change_of(b), s),
+            Kind::AutoscaleSync => self.autoscale_sync(s),
+            Kind::ReplicaReady => {
+                let set = self.replicas.as_mut().expect("only the autoscaler starts replicas");
+                if set.autoscaler().expect("checked").ready(a, b) {
+                    self.replica_changed(a, Change::Deployed(SlotState::Up), s);
+                }
+            }
             Kind::Redrive => self.redrive(a, s),
             Kind::Hedge => self.hedge_timer(a, b, s),
             Kind::LayerSend => {
@@ -702,7 +735,11 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             if let Some(series) = self.rec.replica_series() {
                 series.queued(r, now, levels.1);
             }
-            return self.replicas.as_mut().expect("checked").levels(r, levels);
+            let set = self.replicas.as_mut().expect("checked");
+            if let Some(a) = set.autoscaler() {
+                a.busy(r, levels.0, now);
+            }
+            return set.levels(r, levels);
         }
         levels
     }
@@ -766,6 +803,31 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         }
         let (busy, queued) = self.levels(r, now);
         self.rec.levels(now, busy, queued);
+    }
+
+    /// The autoscaler syncs: it starts replicas (each dropping what a draining replica in its
+    /// slot still holds, and ready `startup` later), stops starting ones and drains ready ones;
+    /// it syncs again a period later.
+    #[cold]
+    #[inline(never)]
+    fn autoscale_sync<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
+        let holding: Vec<bool> =
+            (0..self.replica_count()).map(|r| self.replica(r).levels() != (0, 0)).collect();
+        let set = self.replicas.as_mut().expect("only replicas autoscale");
+        let a = set.autoscaler().expect("only an autoscaler syncs");
+        let steps = a.sync(now, |r| holding[r as usize]);
+        s.schedule_in(a.sync_period(), Ev::AUTOSCALE_SYNC);
+        for step in steps {
+            match step {
+                ScaleStep::Start { slot, generation, ready_at } => {
+                    self.restart(slot, s);
+                    s.schedule_at(ready_at, Ev::replica_ready(slot, generation));
+                }
+                ScaleStep::Stop { .. } => {}
+                ScaleStep::Drain { slot } => self.replica_changed(slot, Change::Drain, s),
+            }
+        }
     }
 
     #[cold]

@@ -11,6 +11,7 @@
 //! A service is this set and its balancer: the call graph (issue 25, item 4) builds one per
 //! service from the same parts.
 
+use super::autoscaler::{AutoscaleParams, Autoscaler};
 use super::server::{Arrival, Reply, Server, ServerParams};
 use crate::engine::rng::{Stream, derive, mix64, stream};
 use crate::engine::{Instant, Span};
@@ -42,8 +43,11 @@ pub struct ReplicaParams {
     /// order, and the span of each deploy (for the recovery analysis).
     pub deploys: Vec<Vec<(Instant, SlotState)>>,
     pub deploy_spans: Vec<FaultSpan>,
-    /// Replicas `replicas ..` are surge slots, vacant until a deploy fills them.
+    /// Replicas `replicas ..` are surge slots (or the autoscaler's), vacant until a deploy
+    /// (or the autoscaler) fills them.
     pub replicas: u32,
+    /// `[server] autoscale`: the autoscaler moving replicas in and out of the slots.
+    pub autoscale: Option<AutoscaleParams>,
 }
 
 impl ReplicaParams {
@@ -91,6 +95,7 @@ pub struct Replicas {
     weights: Vec<f64>,
     deploy_spans: Vec<FaultSpan>,
     deploys: Vec<Vec<(Instant, SlotState)>>,
+    autoscaler: Option<Box<Autoscaler>>,
 }
 
 /// A change of a replica's state, scheduled by the model.
@@ -99,8 +104,11 @@ pub enum Change {
     /// A `restart` fault starts or ends.
     RestartBegins,
     RestartEnds,
-    /// A deploy puts the replica in this state.
+    /// A deploy (or the autoscaler) puts the replica in this state.
     Deployed(SlotState),
+    /// The autoscaler removes the replica: it leaves the balancer (vacant) but keeps serving
+    /// what it holds.
+    Drain,
 }
 
 /// What a change did to a replica.
@@ -150,6 +158,7 @@ impl Replicas {
             weights: vec![1.0; n as usize],
             deploy_spans: params.deploy_spans,
             deploys: params.deploys,
+            autoscaler: params.autoscale.map(|a| Box::new(Autoscaler::new(a, n, params.replicas))),
         };
         // Surge slots hold no replica until a deploy starts one there.
         for r in params.replicas..n {
@@ -298,6 +307,7 @@ impl Replicas {
             Change::RestartBegins => self.restarting[i] += 1,
             Change::RestartEnds => self.restarting[i] -= 1,
             Change::Deployed(s) => self.deployed[i] = s,
+            Change::Drain => self.deployed[i] = SlotState::Vacant,
         }
         let new = match self.deployed[i] {
             SlotState::Up if self.restarting[i] > 0 => SlotState::Starting,
@@ -308,7 +318,12 @@ impl Replicas {
             return Moved::Same;
         }
         self.health_changed();
+        if let Some(a) = &mut self.autoscaler {
+            a.set_up(r, new == SlotState::Up, now);
+        }
         match (old, new) {
+            // Draining: it holds on to its work.
+            _ if change == Change::Drain => Moved::Same,
             (SlotState::Up, _) => Moved::Down,
             (_, SlotState::Up) => {
                 self.joined[i] = Some(now);
@@ -316,6 +331,11 @@ impl Replicas {
             }
             _ => Moved::Same,
         }
+    }
+
+    /// The autoscaler, with `[server] autoscale`.
+    pub fn autoscaler(&mut self) -> Option<&mut Autoscaler> {
+        self.autoscaler.as_deref_mut()
     }
 
     /// Replicas up (serving, ejected or not).

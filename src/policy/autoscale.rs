@@ -11,7 +11,8 @@
 //!   `desired = ceil(ratio x ready)`. On a scale-up with replicas still starting (not ready),
 //!   those count as 0 % and the ratio is recomputed over all of them; if that brings it within
 //!   the tolerance or flips the direction, nothing changes;
-//! - **stabilisation:** the recommendation is held between the lowest recommendation of the
+//! - **stabilisation:** the count when the controller starts is its first recommendation
+//!   (`recordInitialRecommendation`); the recommendation is held between the lowest recommendation of the
 //!   last `stabilization_up` (0 s) and the highest of the last `stabilization_down` (300 s);
 //! - **rate policies:** per direction, each policy bounds the change over its period counted
 //!   from the replicas at the period's start (the scale events of the period undone): `Pods n`
@@ -25,6 +26,15 @@
 //! Missing metrics (a replica without a sample) do not arise here: every ready replica reports.
 
 use crate::engine::{Instant, Span};
+
+/// `--horizontal-pod-autoscaler-sync-period` (15 s).
+pub const HPA_SYNC_PERIOD: Span = Span::from_secs(15);
+/// `--horizontal-pod-autoscaler-tolerance` (0.1).
+pub const HPA_TOLERANCE: f64 = 0.1;
+/// `behavior.scaleDown.stabilizationWindowSeconds` (300 s).
+pub const HPA_SCALE_DOWN_STABILIZATION: Span = Span::from_secs(300);
+/// `minReplicas` (1).
+pub const HPA_MIN_REPLICAS: u32 = 1;
 
 /// One rate policy of a direction (`HPAScalingPolicy`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -93,7 +103,7 @@ impl HpaParams {
     /// The API's default scale-down rules: 300 s stabilisation, 100 % per 15 s.
     pub fn default_scale_down() -> ScalingRules {
         ScalingRules {
-            stabilization: Span::from_secs(300),
+            stabilization: HPA_SCALE_DOWN_STABILIZATION,
             policies: vec![ScalingPolicy::Percent { value: 100, period: Span::from_secs(15) }],
             select: SelectPolicy::Max,
         }
@@ -129,6 +139,15 @@ impl Hpa {
 
     pub fn params(&self) -> &HpaParams {
         &self.params
+    }
+
+    /// The controller first sees the scale at `now` with `current` replicas: that count is
+    /// its first recommendation (`recordInitialRecommendation`), so that a scale-down waits
+    /// the stabilisation window from the controller's start.
+    pub fn created(&mut self, now: Instant, current: u32) {
+        if self.recommendations.is_empty() {
+            self.recommendations.push((now, current));
+        }
     }
 
     /// One sync at `now`: the replicas to run from now on (`reconcileAutoscaler`).
@@ -329,6 +348,17 @@ mod tests {
         }
         // At 300 s the recommendation of 0 s has left the window (strictly after the cutoff):
         // the highest left is ceil(30 / 75 x 50) = 20.
+        assert_eq!(hpa.sync(at(300), seen(50, 0.30)), 20);
+    }
+
+    /// `recordInitialRecommendation`: the count when the controller started holds a
+    /// scale-down for the window, counted from then.
+    #[test]
+    fn the_initial_count_is_the_first_recommendation() {
+        let mut hpa = Hpa::new(defaults(1, 100));
+        hpa.created(at(0), 50);
+        assert_eq!(hpa.sync(at(15), seen(50, 0.30)), 50);
+        assert_eq!(hpa.sync(at(285), seen(50, 0.30)), 50);
         assert_eq!(hpa.sync(at(300), seen(50, 0.30)), 20);
     }
 

@@ -156,8 +156,13 @@ impl Exporter for TimeseriesCsv {
                 let series = stats[..SERIES.len()].iter().copied();
                 let used = gauges.iter().map(|g| stats[SERIES.len() + *g as usize]);
                 // A cell with fewer replicas than the experiment's most leaves the rest empty.
-                let replicas = (0..replica_columns)
-                    .map(|k| stats.get(from + k).copied().unwrap_or(Stat { mean: None, sd: None }));
+                let empty = Stat { mean: None, sd: None };
+                let mut cells: Vec<Stat> = stats[from..].to_vec();
+                // A point without the autoscaler in an experiment with one: its columns empty.
+                if autoscaled(exp) && !autoscaled_point(exp, c.point) && !cells.is_empty() {
+                    cells.splice(1..1, [empty; replica_series::AUTOSCALED]);
+                }
+                let replicas = (0..replica_columns).map(|k| cells.get(k).copied().unwrap_or(empty));
                 stat_cells(&mut row, series.chain(used).chain(replicas));
                 row
             })
@@ -175,12 +180,22 @@ fn replica_columns(exp: &Experiment) -> Vec<String> {
         .filter_map(|p| match &p.spec.server {
             ServerSpec::Queue(q) if q.replicas > 1 => {
                 let surge = rolling_updates(q).iter().map(|(_, u)| u.max_surge).max().unwrap_or(0);
-                Some(q.replicas + surge)
+                Some((q.replicas + surge).max(q.autoscale_max().unwrap_or(0)))
             }
             _ => None,
         })
         .max();
-    slots.map_or_else(Vec::new, replica_series::columns)
+    slots.map_or_else(Vec::new, |n| replica_series::columns(n, autoscaled(exp)))
+}
+
+/// Whether some point of the experiment has an autoscaler (timeseries.csv then has its
+/// columns).
+fn autoscaled(exp: &Experiment) -> bool {
+    (0..exp.points.len()).any(|p| autoscaled_point(exp, p))
+}
+
+fn autoscaled_point(exp: &Experiment, point: usize) -> bool {
+    matches!(&exp.points[point].spec.server, ServerSpec::Queue(q) if q.replicas > 1 && q.autoscale.is_some())
 }
 
 /// The gauges timeseries.csv carries: an adaptive limit's column appears only in an

@@ -619,6 +619,39 @@ fn cases() -> Vec<Case> {
             stderr: &["`server.deploys`", "set server.replicas > 1"],
         },
         Case {
+            what: "autoscale without replicas",
+            text: replaced("queue = 0", "queue = 0\nautoscale = { kind = \"hpa\", target_utilization = 0.75, max = 8, startup = \"5s\" }"),
+            args: &[],
+            stderr: &["`server.autoscale`", "set server.replicas > 1"],
+        },
+        Case {
+            what: "autoscale min above max",
+            text: replaced("queue = 0", "queue = 0\nreplicas = 4\nautoscale = { kind = \"hpa\", target_utilization = 0.75, min = 9, max = 8, startup = \"5s\" }"),
+            args: &[],
+            stderr: &["`server.autoscale.min`", "set min <= max"],
+        },
+        Case {
+            what: "autoscale max below the replicas",
+            text: replaced("queue = 0", "queue = 0\nreplicas = 10\nautoscale = { kind = \"hpa\", target_utilization = 0.75, max = 8, startup = \"5s\" }"),
+            args: &[],
+            stderr: &["`server.autoscale.max`", "raise max or lower replicas"],
+        },
+        Case {
+            what: "autoscale target outside (0, 1]",
+            text: replaced("queue = 0", "queue = 0\nreplicas = 4\nautoscale = { kind = \"hpa\", target_utilization = 75, max = 8, startup = \"5s\" }"),
+            args: &[],
+            stderr: &["`server.autoscale.target_utilization`", "must be in (0, 1]"],
+        },
+        Case {
+            what: "autoscale with deploys",
+            text: replaced(
+                "queue = 0",
+                "queue = 0\nreplicas = 4\nautoscale = { kind = \"hpa\", target_utilization = 0.75, max = 8, startup = \"5s\" }\n[[server.deploys]]\nstart = \"1s\"\nstartup = \"1s\"",
+            ),
+            args: &[],
+            stderr: &["`server.autoscale`", "remove one of them"],
+        },
+        Case {
             what: "a deploy with max_unavailable 0 and max_surge 0",
             text: replaced(
                 "queue = 0",

@@ -9,6 +9,7 @@
 
 mod admission_control;
 mod architecture;
+mod autoscale;
 mod aws_study;
 mod bad_input;
 mod brooker;

@@ -4,9 +4,9 @@
 //! --markdown` prints it.
 
 use super::{
-    BACKOFF, BREAKER, BUDGET, CLIENT, CODEL, DEAD_LETTER, DEPLOY, DIST, ERROR, FAULT, IDEMPOTENCY, LAYER,
-    NETWORK, OUTPUT, OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SERVER, SLOW_START, STRATEGY, SWEEP, THROTTLE,
-    TUNE, WORKLOAD,
+    AUTOSCALE, BACKOFF, BREAKER, BUDGET, CLIENT, CODEL, DEAD_LETTER, DEPLOY, DIST, ERROR, FAULT, IDEMPOTENCY,
+    LAYER, NETWORK, OUTPUT, OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SCALING_POLICY, SERVER, SLOW_START,
+    STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
 };
 use super::{Field, IfAbsent, Range, Table, Tagged, Ty};
 
@@ -66,6 +66,18 @@ pub fn reference() -> String {
         "`[[server.deploys]]`",
         "A Kubernetes Deployment's `RollingUpdate`, one deploy after the other; each replica taken down is restarted as a `restart` fault.",
         table(&DEPLOY),
+    );
+    for v in AUTOSCALE.variants {
+        section(
+            &format!("`[server] autoscale`, `kind = \"{}\"`{}", v.kind, default_note(&AUTOSCALE, v.kind)),
+            v.doc,
+            rows(v.fields),
+        );
+    }
+    section(
+        "Rate policies (`autoscale.scale_up`, `autoscale.scale_down` entries)",
+        "Kubernetes' `HPAScalingPolicy`: each bounds the change over `period` counted from the replicas at the period's start; a pods policy adds or removes at most `value`, a percent policy multiplies by 1 + value / 100 rounded up (up) or 1 - value / 100 rounded down (down).",
+        table(&SCALING_POLICY),
     );
     section(
         "`[client]` and `[[strategies]]`",

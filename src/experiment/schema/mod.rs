@@ -16,6 +16,9 @@ pub mod json;
 pub mod markdown;
 
 use crate::engine::Span;
+use crate::policy::autoscale::{
+    HPA_MIN_REPLICAS, HPA_SCALE_DOWN_STABILIZATION, HPA_SYNC_PERIOD, HPA_TOLERANCE,
+};
 use crate::policy::breaker::RetryRatioParams;
 use crate::policy::budget::{
     BrookerBucketParams, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
@@ -762,9 +765,115 @@ macro_rules! queue_server_fields {
                     "rolling deploys (a Kubernetes Deployment's RollingUpdate), see [[server.deploys]]",
                 )
                 .rules("replicas > 1; one after the other"),
+                f(
+                    "autoscale",
+                    Ty::Tagged(&AUTOSCALE),
+                    Absent("no autoscaler: the replicas stay as many as `replicas`"),
+                    "an autoscaler setting the replicas from their utilisation (the Kubernetes HPA), see [server.autoscale]",
+                )
+                .rules("replicas > 1 (the starting count), min <= replicas <= max; not with deploys"),
         ]
     };
 }
+
+/// The Kubernetes HPA's defaults (`autoscaling/v2`, kube-controller-manager flags), through
+/// `policy::autoscale`.
+pub static AUTOSCALE: Tagged = Tagged {
+    tag: "kind",
+    what: "autoscaler kind",
+    default: None,
+    variants: &[Variant {
+        kind: "hpa",
+        doc: "the Kubernetes Horizontal Pod Autoscaler: every `sync_period`, desired = ceil(ready x utilisation / target_utilization) unless the ratio is within `tolerance` of 1, held by the stabilisation windows and the rate policies, clamped to [min, max]; utilisation is the ready replicas' busy workers over their workers, averaged over the sync period and truncated to a whole percent",
+        fields: &[
+            f(
+                "target_utilization",
+                Ty::Num,
+                Required,
+                "the busy share of a replica's workers the autoscaler aims at (averageUtilization / 100)",
+            )
+            .range(Range::AboveUpTo(0.0, 1.0))
+            .message("must be in (0, 1]: the target share of busy workers, e.g. 0.75 for Kubernetes' averageUtilization: 75"),
+            f("min", U32, Int(HPA_MIN_REPLICAS as u64), "fewest replicas (minReplicas)")
+                .range(Range::AtLeast(1.0))
+                .rules("<= replicas"),
+            f("max", U32, Required, "most replicas (maxReplicas); the replica slots are allocated once, this many")
+                .rules(">= replicas, <= 10000"),
+            f(
+                "sync_period",
+                Ty::Duration,
+                Duration(HPA_SYNC_PERIOD, "s"),
+                "how often the autoscaler syncs (--horizontal-pod-autoscaler-sync-period); the first sync is one period after the start",
+            )
+            .range(POSITIVE),
+            f(
+                "stabilization_down",
+                Ty::Duration,
+                Duration(HPA_SCALE_DOWN_STABILIZATION, "s"),
+                "a scale-down goes no lower than the highest recommendation of this window (behavior.scaleDown.stabilizationWindowSeconds)",
+            ),
+            f(
+                "stabilization_up",
+                Ty::Duration,
+                Duration(Span::ZERO, "s"),
+                "a scale-up goes no higher than the lowest recommendation of this window (behavior.scaleUp.stabilizationWindowSeconds)",
+            ),
+            f(
+                "tolerance",
+                Ty::Num,
+                Num(HPA_TOLERANCE),
+                "no change while |1 - utilisation / target| is at most this (--horizontal-pod-autoscaler-tolerance)",
+            )
+            .range(Range::AtLeastBelow(0.0, 1.0)),
+            f(
+                "startup",
+                Ty::Duration,
+                Required,
+                "from a new replica's creation until it is ready and the balancer may pick it (its start-up and readiness)",
+            ),
+            f(
+                "scale_up",
+                Ty::List(&Ty::Table(&SCALING_POLICY)),
+                Value("[{ type = \"percent\", value = 100, period = \"15s\" }, { type = \"pods\", value = 4, period = \"15s\" }]"),
+                "scale-up rate policies (behavior.scaleUp.policies)",
+            ),
+            f(
+                "scale_down",
+                Ty::List(&Ty::Table(&SCALING_POLICY)),
+                Value("[{ type = \"percent\", value = 100, period = \"15s\" }]"),
+                "scale-down rate policies (behavior.scaleDown.policies)",
+            ),
+            f(
+                "select_up",
+                Ty::Choice(&["max", "min", "disabled"]),
+                Value("\"max\""),
+                "which scale-up policy wins: the one allowing the most change, the least, or no scale-up (selectPolicy)",
+            ),
+            f(
+                "select_down",
+                Ty::Choice(&["max", "min", "disabled"]),
+                Value("\"max\""),
+                "which scale-down policy wins: the one allowing the most change, the least, or no scale-down (selectPolicy)",
+            ),
+        ],
+    }],
+};
+
+pub static SCALING_POLICY: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "type",
+            Ty::Choice(&["pods", "percent"]),
+            Required,
+            "at most `value` replicas, or `value` percent of the replicas at the period's start, added or removed per period",
+        ),
+        f("value", U32, Required, "the replicas or percent").range(Range::AtLeast(1.0)),
+        f("period", Ty::Duration, Required, "the window the change is counted over (periodSeconds)")
+            .range(Range::AboveUpTo(0.0, 1800e9))
+            .message("must be in (0s, 1800s] (Kubernetes' periodSeconds range), e.g. \"15s\""),
+    ],
+};
 
 pub static SERVER: Tagged = Tagged {
     tag: "kind",

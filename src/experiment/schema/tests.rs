@@ -344,6 +344,15 @@ backoff = { kind = "constant", base = "1ms" }
         [[server.deploys]]\nstart = \"10s\"\nmax_unavailable = 1\nmax_surge = \"25%\"\nstartup = \"2s\"\nreadiness = \"1s\"\n\
         [[strategies]]\nname = \"d\"\nmax_attempts = 2\nbackoff = { kind = \"none\" }\n";
     load_str(deployed, "deployed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    // The autoscaler needs replicas and refuses deploys.
+    let autoscaled = "name = \"autoscaled\"\nhorizon = \"60s\"\n[workload]\nkind = \"open\"\nrate = 10.0\nduration = \"50s\"\n\
+        [server]\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\nreplicas = 4\n\
+        autoscale = { kind = \"hpa\", target_utilization = 0.7, min = 2, max = 8, sync_period = \"15s\", \
+        stabilization_down = \"300s\", stabilization_up = \"0s\", tolerance = 0.1, startup = \"30s\", \
+        scale_up = [{ type = \"percent\", value = 100, period = \"15s\" }], scale_down = [{ type = \"pods\", value = 1, period = \"60s\" }], \
+        select_up = \"max\", select_down = \"min\" }\n\
+        [[strategies]]\nname = \"a\"\nmax_attempts = 2\nbackoff = { kind = \"none\" }\n";
+    load_str(autoscaled, "autoscaled.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     // A call graph with every key of a service's call and of the strategies' graph keys.
     let graph = "name = \"g\"\n[workload]\nkind = \"closed\"\nclients = 2\n\
         [[services]]\nname = \"api\"\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
@@ -361,8 +370,9 @@ backoff = { kind = "constant", base = "1ms" }
         "name = \"c\"\nimport = { kind = \"envoy\", file = \"experiments/bring-your-config/envoy-route.yaml\" }\n",
     );
     load_str(&imported, "imported.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-    let text =
-        format!("{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}{graph}{imported}");
+    let text = format!(
+        "{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}{autoscaled}{graph}{imported}"
+    );
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {
         let key = f.key;

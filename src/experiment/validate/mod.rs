@@ -12,10 +12,10 @@ use super::deploys::rolling_updates;
 use super::duration::Duration;
 use super::load::strategy_key;
 use super::spec::{
-    AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BalancerSpec, BreakerSpec, BudgetSpec, DiscretePoint,
-    DistSpec, ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PRIORITY_CLASSES,
-    PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec, Strategy, ThrottleSpec,
-    WorkloadSpec,
+    AdaptiveConcurrencySpec, ArrivalsSpec, AutoscaleSpec, BackoffSpec, BalancerSpec, BreakerSpec, BudgetSpec,
+    DiscretePoint, DistSpec, ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure,
+    PRIORITY_CLASSES, PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec, Strategy,
+    ThrottleSpec, WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 use crate::policy::deploy::plan;
@@ -328,6 +328,7 @@ fn replicas(q: &QueueServerSpec, spec_priorities: bool) -> Check {
         )?;
     }
     deploys(q)?;
+    autoscale(q)?;
     for (i, f) in q.faults.iter().enumerate() {
         if matches!(f, FaultSpec::Restart { .. }) && q.replicas == 1 {
             restart_alone(q, spec_priorities, i)?;
@@ -347,6 +348,47 @@ fn replicas(q: &QueueServerSpec, spec_priorities: bool) -> Check {
             )?,
             _ => {}
         }
+    }
+    Ok(())
+}
+
+/// `[server] autoscale`: it scales a replica set, from `replicas` within [min, max], and not
+/// while deploys roll (both would move the same slots).
+fn autoscale(q: &QueueServerSpec) -> Check {
+    let Some(AutoscaleSpec::Hpa(h)) = &q.autoscale else { return Ok(()) };
+    if q.replicas == 1 {
+        fail(
+            "server.autoscale",
+            "needs replicas: set server.replicas > 1 (the replicas at the start), or remove it",
+        )?;
+    }
+    if !q.deploys.is_empty() {
+        fail(
+            "server.autoscale",
+            "with [[server.deploys]] is not modelled (a rolling deploy and the autoscaler would move the same replicas): remove one of them",
+        )?;
+    }
+    if h.min > h.max {
+        fail("server.autoscale.min", format!("{} is above max ({}): set min <= max", h.min, h.max))?;
+    }
+    at_most("server.autoscale.max", h.max, 10_000, "replicas")?;
+    if q.replicas > h.max {
+        fail(
+            "server.autoscale.max",
+            format!(
+                "{} is below server.replicas ({}): the replicas at the start must fit; raise max or lower replicas",
+                h.max, q.replicas
+            ),
+        )?;
+    }
+    if q.replicas < h.min {
+        fail(
+            "server.autoscale.min",
+            format!(
+                "{} is above server.replicas ({}): the replicas at the start must be at least min; lower min or raise replicas",
+                h.min, q.replicas
+            ),
+        )?;
     }
     Ok(())
 }

@@ -34,6 +34,7 @@ pub(super) fn services(spec: &ExperimentSpec) -> Check {
             ("outlier", s.server.outlier.is_some()),
             ("slow_start", s.server.slow_start.is_some()),
             ("deploys", !s.server.deploys.is_empty()),
+            ("autoscale", s.server.autoscale.is_some()),
             (
                 "faults",
                 s.server.faults.iter().any(|f| matches!(f, crate::experiment::FaultSpec::Restart { .. })),
