@@ -1342,6 +1342,10 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     #[inline(never)]
     fn layer_send<Q: EventQueue<Ev>>(&mut self, ticket: u32, s: &mut Scheduler<Ev, Q>) {
         let g = self.gateways.as_mut().expect("only called with gateway layers");
+        if g.route_expired(ticket, s.now()) {
+            // The route timed out during the backoff: no further try.
+            return self.layer_step(ticket, Some(Step::Answer(gateway::ROUTE_TIMEOUT)), s);
+        }
         if !g.admit(ticket, s.now()) {
             // The layer's own breaker refused: it answers its caller itself.
             return self.layer_step(ticket, Some(Step::Answer(gateway::LOCAL_REFUSAL)), s);

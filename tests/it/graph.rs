@@ -277,3 +277,90 @@ fn an_edge_takes_a_presets_policy_keys() {
     let own = load_text(&text.replace("preset = \"envoy\"", "preset = \"envoy\", max_attempts = 3"), &[]);
     assert_eq!(own.points[0].spec.services[1].calls[0].policy.max_attempts, 3, "its own keys override it");
 }
+
+/// a -> b, where b never answers in time (its work takes 100 s); one client, operations one
+/// after another. The edge tries 10 times with a 300 ms per-try timeout under a 1 s route
+/// timeout (Envoy's `timeout` apart from `per_try_timeout`).
+const STUCK: &str = r#"
+name = "stuck"
+seed = 4
+horizon = "100s"
+[workload]
+kind = "closed"
+clients = 1
+ops_per_client = 20
+[[services]]
+name = "a"
+concurrency = 100
+service_time = { dist = "constant", value = "0ms" }
+calls = [{ service = "b", max_attempts = 10, timeout = "300ms", route_timeout = "1s" }]
+[[services]]
+name = "b"
+concurrency = 1000
+service_time = { dist = "constant", value = "100s" }
+[[strategies]]
+name = "one-try"
+max_attempts = 1
+timeout = "10s"
+backoff = { kind = "none" }
+"#;
+
+/// The tries that start before the route's end (0, 300, 600, 900 ms), then a 504 at exactly
+/// 1 s; with a 250 ms backoff, 0 and 550 ms only (the next would start at 1100 ms).
+#[test]
+fn an_edges_route_timeout_stops_after_the_tries_that_fit() {
+    let backoff = STUCK.replace(
+        "route_timeout = \"1s\" }",
+        "route_timeout = \"1s\", backoff = { kind = \"constant\", base = \"250ms\" } }",
+    );
+    for (text, tries) in [(STUCK.to_owned(), 4.0), (backoff, 2.0)] {
+        let m = run_one(&text, &[]);
+        assert_eq!((m.ops, m.failed), (20, 20));
+        assert_eq!(per_op(&m, 1), tries, "the tries that fit in 1 s");
+        assert_eq!((m.latency_min_s, m.latency_max_s), (1.0, 1.0), "the 504 at the route's end");
+        assert_eq!(m.graph.edges[0].ended, 20);
+    }
+}
+
+/// a -> b -> c, c answers 503 to everything. b's edge to c has a breaker that opens after 10
+/// failed calls (1 attempt); a's edge to b makes 3 attempts. One client, 20 operations one
+/// after another: operations 1-3 make 3 calls into b (and c); operation 4's first reaches c
+/// (the 10th call: the breaker opens), its second fails at b's breaker with a 503 marked
+/// overloaded. An edge that honours the mark (`honor_overloaded`) does not retry it: 9 + 2 +
+/// 16 = 27 calls into b; one that does not: 3 per operation, 60.
+#[test]
+fn an_overflow_503_is_not_retried_by_an_edge_that_honours_it() {
+    let text = DEAD_CHAIN
+        .replace("clients = 10\nops_per_client = 10", "clients = 1\nops_per_client = 20")
+        .replace(
+            "calls = [{ service = \"b\", max_attempts = 4 }]",
+            "calls = [{ service = \"b\", max_attempts = 3, honor_overloaded = true }]",
+        )
+        .replace(
+            "calls = [{ service = \"c\", max_attempts = 4 }]",
+            "calls = [{ service = \"c\", max_attempts = 1, breaker = { window = 10, minimum_calls = 10, open_for = \"100s\" } }]",
+        );
+    let honouring = run_strategy(&text, &["strategies.every-layer.max_attempts=1"], 0);
+    assert_eq!(honouring.graph.services[2].calls, 10, "the breaker opened after 10 calls");
+    assert_eq!(honouring.graph.services[1].calls, 9 + 2 + 16);
+    let retrying = run_strategy(
+        &text.replace(", honor_overloaded = true", ""),
+        &["strategies.every-layer.max_attempts=1"],
+        0,
+    );
+    assert_eq!(retrying.graph.services[2].calls, 10);
+    assert_eq!(retrying.graph.services[1].calls, 60);
+}
+
+/// `retry_on = ["reset"]` on an edge does not retry the bottom's 503s; `gateway-error` does.
+#[test]
+fn an_edges_reset_group_does_not_retry_a_503() {
+    let reset = DEAD_CHAIN.replace(
+        "calls = [{ service = \"c\", max_attempts = 4 }]",
+        "calls = [{ service = \"c\", max_attempts = 4, retry_on = [\"reset\"] }]",
+    );
+    let m = run_strategy(&reset, &[], 0);
+    assert_eq!([per_op(&m, 1), per_op(&m, 2)], [16.0, 16.0], "b -> c tries once per call");
+    let m = run_strategy(&reset.replace("\"reset\"", "\"gateway-error\""), &[], 0);
+    assert_eq!([per_op(&m, 1), per_op(&m, 2)], [16.0, 64.0]);
+}

@@ -54,6 +54,7 @@ pub(super) fn services(spec: &ExperimentSpec) -> Check {
                     format!("{:?} is not a service: name one of {}", c.service, names.join(", ")),
                 )?;
             }
+            super::retry_list(&format!("{ckey}.retry_on"), c.policy.retry_on.as_deref())?;
             if s.calls[..j].iter().any(|o| o.service == c.service) {
                 fail(
                     format!("{ckey}.service"),

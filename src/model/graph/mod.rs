@@ -32,6 +32,12 @@
 //! `cancel_in_service` (else its own work runs to the end, wasted, and it then makes no
 //! downstream calls).
 //!
+//! **An edge's router** ([`crate::policy::route`]): with a `route_timeout`, a call along the
+//! edge fails 504 when it fires (its try in flight abandoned, no further try); a call its
+//! breaker refuses fails 503 marked overloaded (`x-envoy-overloaded`), and an edge with
+//! `honor_overloaded` does not retry an answer so marked (the failed request's answer carries
+//! its failed call's mark up, as it carries a "don't retry").
+//!
 //! Answers to the user's client are handed back through [`Graph::answers`]; the queue model
 //! sends them over the response hop.
 
@@ -39,12 +45,13 @@ pub mod tables;
 
 use super::queue_model::Ev;
 use super::replicas::{ReplicaParams, Replicas};
-use super::server::{Arrival, Cancelled, Reply, Request, Server, ServerParams, workers::Next};
+use super::server::{Arrival, Cancelled, Reply, Request, RetryAfterCode, Server, ServerParams, workers::Next};
 use crate::engine::rng::{Stream, derive, stream};
 use crate::engine::{EventQueue, Instant, Scheduler, Span};
 use crate::metrics::RunRecorder;
 use crate::metrics::graph::{EdgeCounts, GraphCounts, ServiceCounts};
 use crate::policy::gate::{Admit, CostClass, Gate, GateParams};
+use crate::policy::route::{self, ROUTE_TIMEOUT_STATUS, Route};
 use crate::policy::{Decision, FailedAttempt, Outcome, RetryPolicy};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tables::{Call, Caller, NO_EDGE, Phase, Slots, Ticket};
@@ -63,7 +70,16 @@ pub struct EdgeParams {
     pub retry: RetryPolicy,
     /// The edge's budget and breaker, as one client.
     pub gate: GateParams,
+    /// Its route timeout and whether it honours `x-envoy-overloaded`.
+    pub route: Route,
 }
+
+/// A call's failure when its edge's breaker refuses it: a local 503 marked overloaded.
+const LOCAL_REFUSAL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::OVERLOADED };
+
+/// A call's failure when its edge's route timeout fires.
+const ROUTE_TIMEOUT: Reply =
+    Reply { outcome: Outcome::Status(ROUTE_TIMEOUT_STATUS), retry_after: RetryAfterCode::NONE };
 
 /// One service: its server (replica 0), its other replicas, and the edges it calls.
 #[derive(Clone, Debug)]
@@ -471,6 +487,7 @@ impl Graph {
     fn open_ticket<Q: EventQueue<Ev>>(&mut self, c: u32, e: u32, s: &mut Scheduler<Ev, Q>) {
         let backoff = self.edges[e as usize].p.retry.backoff.initial_state();
         let now = s.now();
+        let route_ends = self.edges[e as usize].p.route.ends(now);
         let t = self.tickets.take(|old| Ticket {
             generation: old.map_or(0, |t| t.generation.wrapping_add(1)),
             live: true,
@@ -481,6 +498,7 @@ impl Graph {
             waiting: false,
             first_sent: now,
             sent_at: now,
+            route_ends,
             current: None,
             backoff,
             last_cost: CostClass::NONE,
@@ -508,14 +526,18 @@ impl Graph {
         }
         let now = s.now();
         let (e, parent) = (tk.edge, tk.parent);
+        if now >= tk.route_ends {
+            // The route timed out during the backoff: no further try.
+            self.end_ticket(t, false, ROUTE_TIMEOUT, s, rec);
+            return self.settle(s, rec);
+        }
         let edge = &mut self.edges[e as usize];
         if !edge.gate.is_empty() {
             match edge.gate.admit(0, now, tk.attempts + 1, false) {
                 Admit::Send => {}
                 Admit::Wait(wait) => return s.schedule_in(wait, Ev::graph_send(t, generation)),
                 Admit::Refuse(_) => {
-                    let reply = Reply::of(Outcome::Status(503));
-                    self.end_ticket(t, false, reply, s, rec);
+                    self.end_ticket(t, false, LOCAL_REFUSAL, s, rec);
                     return self.settle(s, rec);
                 }
             }
@@ -532,7 +554,7 @@ impl Graph {
         tk.attempts += 1;
         tk.waiting = true;
         tk.sent_at = now;
-        let own = policy.gives_up_at(tk.first_sent, now);
+        let own = policy.gives_up_at(tk.first_sent, now).min(tk.route_ends);
         let gives_up_at = if self.deadline { own.min(parent_deadline) } else { own };
         let attempt = tk.attempts;
         if !gives_up_at.is_never() {
@@ -560,12 +582,18 @@ impl Graph {
         if !tk.live || tk.generation != generation || !tk.waiting || tk.attempts != attempt {
             return;
         }
+        let route_ends = tk.route_ends;
         if let Some((d, dgen)) = tk.current
             && self.alive(d, dgen)
         {
             self.abandon(d, s.now(), rec);
         }
-        self.failed(t, Reply::of(Outcome::Timeout), s, rec);
+        if s.now() >= route_ends {
+            self.tell_gate(t, Outcome::Timeout, s.now());
+            self.end_ticket(t, false, ROUTE_TIMEOUT, s, rec);
+        } else {
+            self.failed(t, Reply::of(Outcome::Timeout), s, rec);
+        }
         self.settle(s, rec);
     }
 
@@ -612,6 +640,9 @@ impl Graph {
         tk.waiting = false;
         tk.current = None;
         let edge = &mut self.edges[tk.edge as usize];
+        if edge.p.route.stops_on(reply.retry_after.is_overloaded()) {
+            return self.end_ticket(t, false, reply, s, rec);
+        }
         let failed = FailedAttempt {
             outcome: reply.outcome,
             attempt: tk.attempts,
@@ -624,7 +655,8 @@ impl Graph {
         match edge.gate.hop_decision(&policy, &failed, &mut tk.backoff, &mut tk.last_cost, &mut self.rng) {
             Decision::Retry { delay, reset_backoff } => {
                 tk.k = if reset_backoff { 0 } else { tk.k + 1 };
-                s.schedule_in(delay, Ev::graph_send(t, tk.generation));
+                // A backoff past the route's end ends there: the send then fails the call 504.
+                s.schedule_at(route::retry_at(now, delay, tk.route_ends), Ev::graph_send(t, tk.generation));
             }
             Decision::Stop(_) => self.end_ticket(t, false, reply, s, rec),
         }

@@ -81,6 +81,8 @@ pub struct Ticket {
     /// current one.
     pub first_sent: Instant,
     pub sent_at: Instant,
+    /// When the edge's route timeout fails the call ([`Instant::NEVER`]: no route timeout).
+    pub route_ends: Instant,
     /// The request of the current attempt: (call slot, its generation).
     pub current: Option<(u32, u32)>,
     pub backoff: BackoffState,
