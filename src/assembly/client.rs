@@ -3,8 +3,8 @@
 
 use crate::engine::{Instant, Span};
 use crate::experiment::{
-    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RedriveKey, RetryAfterModeSpec, RetryGroup, RetryOnItem,
-    Strategy,
+    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RedriveKey, RetryAfterModeSpec, RetryGroup,
+    RetryOnItem, Strategy,
 };
 use crate::experiment::{
     BreakerSpec, BreakerWindowSpec, BudgetSpec, LimitSpec, Scope as SpecScope, ThrottleSpec,
@@ -258,7 +258,9 @@ pub fn retry_on(items: Option<&[RetryOnItem]>) -> RetryOn {
             RetryOnItem::Status(s) => vec![Outcome::Status(s)],
             RetryOnItem::Named(NamedFailure::Timeout) => vec![Outcome::Timeout],
             RetryOnItem::Named(NamedFailure::ConnectionError) => vec![Outcome::ConnectionError],
-            RetryOnItem::Group(RetryGroup::FiveXx) => (500..=599).map(Outcome::Status).chain(RESETS).collect(),
+            RetryOnItem::Group(RetryGroup::FiveXx) => {
+                (500..=599).map(Outcome::Status).chain(RESETS).collect()
+            }
             RetryOnItem::Group(RetryGroup::GatewayError) => {
                 [502, 503, 504].map(Outcome::Status).into_iter().chain(RESETS).collect()
             }
@@ -352,7 +354,8 @@ mod tests {
         let five = group(RetryGroup::FiveXx);
         assert!((500..=599).all(|s| five.retries(Outcome::Status(s))) && five.retries(Outcome::Timeout));
         assert!(!five.retries(Outcome::Status(429)) && !five.retries(Outcome::Status(409)));
-        let codes = retry_on(Some(&[RetryOnItem::Group(RetryGroup::RetriableStatusCodes), RetryOnItem::Status(429)]));
+        let codes =
+            retry_on(Some(&[RetryOnItem::Group(RetryGroup::RetriableStatusCodes), RetryOnItem::Status(429)]));
         assert_eq!(codes, RetryOn::of([Outcome::Status(429)]));
     }
 }

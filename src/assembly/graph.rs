@@ -36,6 +36,7 @@ pub fn graph(spec: &ExperimentSpec, strategy: &Strategy) -> Option<GraphParams> 
                         retry: Hop::edge(policy).retry(),
                         gate: Hop::edge(policy).gate(),
                         route: Hop::edge(policy).route(),
+                        hedge: policy.hedge.as_ref().map(super::hedge::edge_hedge),
                     }
                 })
                 .collect(),

@@ -1064,6 +1064,8 @@ pub struct HopPolicySpec {
     pub honor_overloaded: bool,
     pub budget: Option<BudgetSpec>,
     pub breaker: Option<BreakerSpec>,
+    /// Hedged calls along this edge (gRPC A6 hedgingPolicy).
+    pub hedge: Option<HedgeSpec>,
 }
 
 /// One gateway layer in front of the server, with its own retry policy.

@@ -60,7 +60,8 @@ pub struct LayerParams {
 /// What a layer answers its caller when its own breaker refuses an attempt: a local 503 (the
 /// proxy's overflow answer), marked `x-envoy-overloaded`: a caller that honours the mark does
 /// not retry it, any other retries it as any 503.
-pub const LOCAL_REFUSAL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::OVERLOADED };
+pub const LOCAL_REFUSAL: Reply =
+    Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::OVERLOADED };
 
 /// What a layer answers its caller when its route timeout fires.
 pub const ROUTE_TIMEOUT: Reply =

@@ -217,6 +217,10 @@ impl Ev {
     pub fn graph_send(ticket: u32, generation: u32) -> Ev {
         Ev::of(Kind::GraphSend, ticket, generation, 0)
     }
+    /// A hedged edge's timer `timer` for its ticket's next copy.
+    pub fn graph_hedge(ticket: u32, generation: u32, timer: u32) -> Ev {
+        Ev::of(Kind::GraphSend, ticket, generation, timer as u64)
+    }
     pub fn graph_timeout(ticket: u32, generation: u32, attempt: u32) -> Ev {
         Ev::of(Kind::GraphTimeout, ticket, generation, attempt as u64)
     }

@@ -364,3 +364,65 @@ fn an_edges_reset_group_does_not_retry_a_503() {
     let m = run_strategy(&reset.replace("\"reset\"", "\"gateway-error\""), &[], 0);
     assert_eq!([per_op(&m, 1), per_op(&m, 2)], [16.0, 64.0]);
 }
+
+/// Hedging on an edge (gRPC A6 hedgingPolicy): the fan-out of 100 with a 1 % slow tail
+/// (100 ms), each call hedged after 10 ms with a second copy. A call is slow only when both
+/// copies are (0.01^2), so a user request is slow with probability 1 - (1 - 0.0001)^100 =
+/// 0.995 %, against 63.4 % unhedged; the backend gets one hedge per slow first copy, 1 per
+/// request on average (100 x 0.01).
+#[test]
+fn a_hedged_edge_cuts_the_fan_out_tail_to_what_the_arithmetic_says() {
+    let text = FAN_OUT.replace(
+        "calls = [{ service = \"backend\", count = 100 }]",
+        "calls = [{ service = \"backend\", count = 100, hedge = { max_attempts = 2, delay = \"10ms\" } }]",
+    );
+    let m = run_one(&text, &[]);
+    let n = m.ops as f64;
+    let p = (1.0 - 0.01_f64 * 0.01).powi(100);
+    let se = (p * (1.0 - p) / n).sqrt();
+    let fast = m.succeeded as f64 / n;
+    assert!(m.ops > 9_500, "{}", m.ops);
+    assert!((fast - p).abs() < 4.0 * se, "fast share {fast}, expected {p} +- {}", 4.0 * se);
+    let hedges = (m.graph.services[1].calls - 100 * m.ops) as f64 / n;
+    let se_hedges = (100.0 * 0.01 * 0.99 / n).sqrt();
+    assert!(
+        (hedges - 1.0).abs() < 4.0 * se_hedges,
+        "hedges per request {hedges}, expected 1 +- {}",
+        4.0 * se_hedges
+    );
+    assert_eq!(m.graph.edges[0].ended, 100 * m.ops, "every call ends once, whatever its copies");
+    assert_eq!(m.graph.edges[0].succeeded, 100 * m.ops, "every call succeeds: the client only times out");
+}
+
+/// A6's answer handling on an edge, a -> b, each call hedged with up to 3 copies 5 ms apart:
+/// an answer in 1 ms wins before any hedge; with b answering 503 to everything and 503
+/// non-fatal, each 503 sends the next copy at once and the call fails after its 3 copies (the
+/// client's 4 attempts: 12 calls into b); without `non_fatal` (gRPC's default) the first 503
+/// is fatal: one copy per call.
+#[test]
+fn a_hedged_edge_fails_only_when_every_copy_failed() {
+    // b always answers 503: 3 copies, each non-fatal, then the call fails with the 503.
+    let text = DEAD_CHAIN
+        .replace(
+            "calls = [{ service = \"b\", max_attempts = 4 }]",
+            "calls = [{ service = \"b\", hedge = { max_attempts = 3, delay = \"5ms\", non_fatal = [503] } }]",
+        )
+        .replace("calls = [{ service = \"c\", max_attempts = 4 }]", "");
+    let m = run_strategy(&text.replace("errors = [{ status = 503, probability = 1.0 }]", ""), &[], 0);
+    assert_eq!(m.succeeded, m.ops, "c answers: the first copy wins");
+    assert_eq!(per_op(&m, 1), 1.0, "a 1 ms answer comes before the 5 ms hedge");
+    let failing = text.replace(
+        "name = \"b\"\nconcurrency = 100\nservice_time = { dist = \"constant\", value = \"1ms\" }",
+        "name = \"b\"\nconcurrency = 100\nservice_time = { dist = \"constant\", value = \"1ms\" }\nerrors = [{ status = 503, probability = 1.0 }]",
+    );
+    let m = run_strategy(&failing, &[], 0);
+    assert_eq!(m.succeeded, 0);
+    assert_eq!(
+        per_op(&m, 1),
+        4.0 * 3.0,
+        "4 client attempts x 3 copies, each sent at once after a non-fatal 503"
+    );
+    // Without non_fatal (gRPC's default), the first 503 is fatal: one copy per call.
+    let m = run_strategy(&failing.replace(", non_fatal = [503]", ""), &[], 0);
+    assert_eq!(per_op(&m, 1), 4.0);
+}

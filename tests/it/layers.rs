@@ -291,7 +291,11 @@ fn a_route_timeout_stops_after_the_tries_that_fit() {
         assert!(m.ops > 30, "{sets:?}: {}", m.ops);
         assert_eq!(m.failed, m.ops, "{sets:?}");
         assert_eq!(m.server_calls, tries * m.ops, "{sets:?}: the tries that fit in 1 s");
-        assert_eq!((m.latency_min_s, m.latency_max_s), (1.0, 1.0), "{sets:?}: the 504 comes at the route's end");
+        assert_eq!(
+            (m.latency_min_s, m.latency_max_s),
+            (1.0, 1.0),
+            "{sets:?}: the 504 comes at the route's end"
+        );
     }
     // Without the route timeout, the layer makes all its 10 tries (3 s).
     let m = &metrics(&load(SILENT, &["strategies.envoy.layers[0].route_timeout=\"100s\""]))[0];
@@ -350,7 +354,13 @@ fn an_overflow_503_reaches_the_top_unretried() {
 /// `5xx` retry the 503, `retriable-4xx` does not.
 #[test]
 fn retry_on_groups_on_a_layer() {
-    for (on, per_op) in [("\"reset\"", 1), ("\"connect-failure\"", 1), ("\"retriable-4xx\"", 1), ("\"gateway-error\"", 3), ("\"5xx\"", 3)] {
+    for (on, per_op) in [
+        ("\"reset\"", 1),
+        ("\"connect-failure\"", 1),
+        ("\"retriable-4xx\"", 1),
+        ("\"gateway-error\"", 3),
+        ("\"5xx\"", 3),
+    ] {
         let set = format!("strategies.three-layers.layers=[{{ max_attempts = 3, retry_on = [{on}] }}]");
         for m in metrics(&load(OUTAGE, &["strategies.three-layers.max_attempts=1", &set])) {
             assert_eq!(m.server_calls, per_op * m.ops, "retry_on = [{on}]");

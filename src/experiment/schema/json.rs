@@ -41,7 +41,8 @@ fn ty(t: &Ty) -> Value {
             ]
         }),
         Ty::RetryCondition => {
-            let names: Vec<&str> = ["timeout", "connection-error"].into_iter().chain(super::RETRY_GROUPS).collect();
+            let names: Vec<&str> =
+                ["timeout", "connection-error"].into_iter().chain(super::RETRY_GROUPS).collect();
             json!({
                 "anyOf": [
                     { "type": "integer", "minimum": 400, "maximum": 599 },

@@ -1931,6 +1931,8 @@ macro_rules! hop_policy_fields {
             f("backoff", Ty::Tagged(&BACKOFF), Value("{ kind = \"none\" }"), "this edge's delay before each retry"),
             f("honor_dont_retry", Ty::Bool, Value("false"), "do not retry an answer that says \"overloaded; don't retry\""),
             f("honor_overloaded", Ty::Bool, Value("false"), "do not retry a local overflow 503 marked x-envoy-overloaded (a breaker refusal of the edge below), as Envoy's router never does; true with preset envoy"),
+            f("hedge", Ty::Table(&HEDGE), Absent("no hedging"), "hedged calls along this edge: up to max_attempts copies sent `delay` apart, the first success wins and the others are cancelled (gRPC A6 hedgingPolicy)")
+                .rules("max_attempts = 1 on the edge (hedging replaces retrying); not preset envoy nor hedge_on_per_try_timeout; scope does not apply (one edge, one caller)"),
             f("budget", Ty::Tagged(&BUDGET), Absent("no budget"), "this edge's retry budget (the calling service as one client)"),
             f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "this edge's circuit breaker (the calling service as one client); a call it refuses fails 503 marked x-envoy-overloaded"),
         ]

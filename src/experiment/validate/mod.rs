@@ -14,8 +14,8 @@ use super::load::strategy_key;
 use super::spec::{
     AdaptiveConcurrencySpec, ArrivalsSpec, BackoffSpec, BalancerSpec, BreakerSpec, BudgetSpec, DiscretePoint,
     DistSpec, ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure, PRIORITY_CLASSES,
-    PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, RetryGroup, RetryOnItem, ServerSpec, Strategy,
-    ThrottleSpec, WorkloadSpec,
+    PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, RetryGroup, RetryOnItem, ServerSpec,
+    Strategy, ThrottleSpec, WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 use crate::policy::deploy::plan;
