@@ -564,6 +564,12 @@ pub fn presets(a: &PresetsArgs) -> Result<(), Error> {
         "# Sources: docs/retry-policies.md, section per line. Any key can be overridden in the strategy."
     );
     println!("{}", p.toml.trim_end());
+    if !p.hop.is_empty() {
+        println!("# As a gateway layer (layers[].preset) or a call-graph edge (calls[].preset), also:");
+        for line in p.hop.lines() {
+            println!("# {line}");
+        }
+    }
     let set: toml::Table = p.toml.parse().unwrap_or_default();
     let rest: Vec<String> = experiment::schema::CLIENT
         .fields

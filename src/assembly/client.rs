@@ -3,8 +3,8 @@
 
 use crate::engine::{Instant, Span};
 use crate::experiment::{
-    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RedriveKey, RetryAfterModeSpec, RetryOnItem,
-    Strategy,
+    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RedriveKey, RetryAfterModeSpec, RetryGroup,
+    RetryOnItem, Strategy,
 };
 use crate::experiment::{
     BreakerSpec, BreakerWindowSpec, BudgetSpec, LimitSpec, Scope as SpecScope, ThrottleSpec,
@@ -244,13 +244,31 @@ pub fn idempotency_keys(s: &Strategy) -> KeyMode {
     }
 }
 
-/// `retry_on`, or DESIGN §3.5's defaults when absent.
+/// `retry_on`, or DESIGN §3.5's defaults when absent. Envoy's groups retry these outcomes
+/// (Envoy's `RetryPolicyImpl::wouldRetryFromHeaders` / `wouldRetryFromReset`): a timeout is a
+/// per-try timeout, which Envoy resets (a local reset), and a connection error a connection
+/// failure, which are retried under `5xx`, `gateway-error` and `reset`; `connect-failure`
+/// retries connection failures only; `retriable-4xx` is 409; `retriable-status-codes` the
+/// list's own statuses, which every list retries anyway.
 pub fn retry_on(items: Option<&[RetryOnItem]>) -> RetryOn {
     let Some(items) = items else { return RetryOn::default() };
-    RetryOn::of(items.iter().map(|item| match *item {
-        RetryOnItem::Status(s) => Outcome::Status(s),
-        RetryOnItem::Named(NamedFailure::Timeout) => Outcome::Timeout,
-        RetryOnItem::Named(NamedFailure::ConnectionError) => Outcome::ConnectionError,
+    const RESETS: [Outcome; 2] = [Outcome::Timeout, Outcome::ConnectionError];
+    RetryOn::of(items.iter().flat_map(|item| -> Vec<Outcome> {
+        match *item {
+            RetryOnItem::Status(s) => vec![Outcome::Status(s)],
+            RetryOnItem::Named(NamedFailure::Timeout) => vec![Outcome::Timeout],
+            RetryOnItem::Named(NamedFailure::ConnectionError) => vec![Outcome::ConnectionError],
+            RetryOnItem::Group(RetryGroup::FiveXx) => {
+                (500..=599).map(Outcome::Status).chain(RESETS).collect()
+            }
+            RetryOnItem::Group(RetryGroup::GatewayError) => {
+                [502, 503, 504].map(Outcome::Status).into_iter().chain(RESETS).collect()
+            }
+            RetryOnItem::Group(RetryGroup::Reset) => RESETS.to_vec(),
+            RetryOnItem::Group(RetryGroup::ConnectFailure) => vec![Outcome::ConnectionError],
+            RetryOnItem::Group(RetryGroup::Retriable4xx) => vec![Outcome::Status(409)],
+            RetryOnItem::Group(RetryGroup::RetriableStatusCodes) => Vec::new(),
+        }
     }))
 }
 
@@ -322,5 +340,22 @@ mod tests {
         let r = retry_on(Some(&[RetryOnItem::Status(500), RetryOnItem::Named(NamedFailure::Timeout)]));
         assert_eq!(r, RetryOn::of([Outcome::Status(500), Outcome::Timeout]));
         assert_eq!(retry_on(None), RetryOn::default());
+        // Envoy's groups (RetryPolicyImpl::wouldRetryFromHeaders / wouldRetryFromReset).
+        let group = |g| retry_on(Some(&[RetryOnItem::Group(g)]));
+        let resets = [Outcome::Timeout, Outcome::ConnectionError];
+        assert_eq!(group(RetryGroup::Reset), RetryOn::of(resets));
+        assert!(!group(RetryGroup::Reset).retries(Outcome::Status(503)), "reset does not retry a 503");
+        assert_eq!(group(RetryGroup::ConnectFailure), RetryOn::of([Outcome::ConnectionError]));
+        assert_eq!(group(RetryGroup::Retriable4xx), RetryOn::of([Outcome::Status(409)]));
+        assert_eq!(
+            group(RetryGroup::GatewayError),
+            RetryOn::of([502, 503, 504].map(Outcome::Status).into_iter().chain(resets))
+        );
+        let five = group(RetryGroup::FiveXx);
+        assert!((500..=599).all(|s| five.retries(Outcome::Status(s))) && five.retries(Outcome::Timeout));
+        assert!(!five.retries(Outcome::Status(429)) && !five.retries(Outcome::Status(409)));
+        let codes =
+            retry_on(Some(&[RetryOnItem::Group(RetryGroup::RetriableStatusCodes), RetryOnItem::Status(429)]));
+        assert_eq!(codes, RetryOn::of([Outcome::Status(429)]));
     }
 }

@@ -7,5 +7,5 @@ use crate::model::gateway::LayerParams;
 /// A gateway layer: its retry policy and its own budget and breaker.
 pub fn layer(l: &LayerSpec) -> LayerParams {
     let hop = Hop::layer(l);
-    LayerParams { retry: hop.retry(), gate: hop.gate() }
+    LayerParams { retry: hop.retry(), gate: hop.gate(), route: hop.route() }
 }

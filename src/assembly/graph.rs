@@ -35,6 +35,8 @@ pub fn graph(spec: &ExperimentSpec, strategy: &Strategy) -> Option<GraphParams> 
                         optional: c.optional,
                         retry: Hop::edge(policy).retry(),
                         gate: Hop::edge(policy).gate(),
+                        route: Hop::edge(policy).route(),
+                        hedge: policy.hedge.as_ref().map(super::hedge::edge_hedge),
                     }
                 })
                 .collect(),

@@ -12,6 +12,12 @@ pub fn hedge(s: &Strategy) -> Option<HedgeParams> {
     s.policy.hedge.as_ref().map(|h| params(h, s.policy.honor_retry_after))
 }
 
+/// A call-graph edge's `hedge`: as a strategy's, without pushback (an edge reads no
+/// Retry-After) and with one latency window and budget for the edge.
+pub fn edge_hedge(h: &HedgeSpec) -> HedgeParams {
+    HedgeParams { scope: crate::policy::gate::Scope::Shared, ..params(h, false) }
+}
+
 fn params(h: &HedgeSpec, honor_pushback: bool) -> HedgeParams {
     let delay = match h.parsed_delay().expect("validation read the delay") {
         Some(HedgeDelaySpec::After(d)) => HedgeDelay::Fixed(d.span()),

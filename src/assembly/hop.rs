@@ -7,16 +7,19 @@ use crate::experiment::{
     BackoffSpec, BreakerSpec, BudgetSpec, Duration, HopPolicySpec, LayerSpec, RetryOnItem,
 };
 use crate::policy::gate::{GateParams, Scope};
+use crate::policy::route::Route;
 use crate::policy::{RetryAfterMode, RetryAfterPolicy, RetryPolicy};
 
 /// The keys of one hop, whichever table they came from.
 pub(super) struct Hop<'a> {
     pub max_attempts: u32,
     pub timeout: Option<Duration>,
+    pub route_timeout: Option<Duration>,
     pub deadline: Option<Duration>,
     pub retry_on: Option<&'a [RetryOnItem]>,
     pub backoff: &'a BackoffSpec,
     pub honor_dont_retry: bool,
+    pub honor_overloaded: bool,
     pub budget: Option<&'a BudgetSpec>,
     pub breaker: Option<&'a BreakerSpec>,
 }
@@ -27,10 +30,12 @@ impl<'a> Hop<'a> {
         Hop {
             max_attempts: l.max_attempts,
             timeout: l.timeout,
+            route_timeout: l.route_timeout,
             deadline: None,
             retry_on: l.retry_on.as_deref(),
             backoff: &l.backoff,
             honor_dont_retry: l.honor_dont_retry,
+            honor_overloaded: l.honor_overloaded,
             budget: l.budget.as_ref(),
             breaker: l.breaker.as_ref(),
         }
@@ -41,10 +46,12 @@ impl<'a> Hop<'a> {
         Hop {
             max_attempts: p.max_attempts,
             timeout: p.timeout,
+            route_timeout: p.route_timeout,
             deadline: p.deadline,
             retry_on: p.retry_on.as_deref(),
             backoff: &p.backoff,
             honor_dont_retry: p.honor_dont_retry,
+            honor_overloaded: p.honor_overloaded,
             budget: p.budget.as_ref(),
             breaker: p.breaker.as_ref(),
         }
@@ -61,6 +68,11 @@ impl<'a> Hop<'a> {
             retry_after: RetryAfterPolicy { honor: false, cap: None, mode: RetryAfterMode::Replace },
             honor_dont_retry: self.honor_dont_retry,
         }
+    }
+
+    /// The hop's router: its route timeout and whether it honours `x-envoy-overloaded`.
+    pub fn route(&self) -> Route {
+        Route { timeout: self.route_timeout.map(Duration::span), honor_overloaded: self.honor_overloaded }
     }
 
     /// The hop's own controls: one proxy holds them for every request through it, whatever
@@ -86,9 +98,11 @@ mod tests {
             name: "gw".into(),
             max_attempts: 3,
             timeout: Some(Duration(2_000_000)),
+            route_timeout: None,
             retry_on: None,
             backoff: BackoffSpec::Constant { base: Duration(5_000_000) },
             honor_dont_retry: true,
+            honor_overloaded: false,
             budget: None,
             breaker: None,
         };
@@ -99,5 +113,9 @@ mod tests {
         assert_eq!(p.backoff, Backoff::Constant { base_ns: 5e6 });
         assert!(!p.retry_after.honor && p.honor_dont_retry);
         assert_eq!(Hop::layer(&l).gate(), GateParams::default());
+        assert_eq!(Hop::layer(&l).route(), Route::default());
+        let envoy = LayerSpec { route_timeout: Some(Duration(15_000_000_000)), honor_overloaded: true, ..l };
+        let r = Hop::layer(&envoy).route();
+        assert_eq!((r.timeout, r.honor_overloaded), (Some(crate::engine::Span::from_secs(15)), true));
     }
 }

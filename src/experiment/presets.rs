@@ -29,6 +29,7 @@ use crate::policy::budget::{
     BrookerBucketParams, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
 };
 use crate::policy::retry_after::{ENVOY_MAX_INTERVAL, URLLIB3_RETRY_AFTER_MAX};
+use crate::policy::route::ENVOY_ROUTE_TIMEOUT;
 use crate::policy::throttle::{AWS_CUBIC_BETA, AWS_CUBIC_C};
 use crate::policy::{BreakerParams, BreakerWindow, SreThrottleParams};
 use std::sync::LazyLock;
@@ -43,6 +44,9 @@ pub struct Preset {
     /// The body of a `[[strategies]]` table (without `name` and `preset`), in the experiment
     /// file's keys, each line commented with its reference section.
     pub toml: String,
+    /// Keys that only a proxy hop takes from it (a gateway layer, a call-graph edge: its
+    /// router's), in the same form; empty for a client library.
+    pub hop: String,
 }
 
 /// Every preset, in a stable order (as `retrysim presets` lists them).
@@ -60,6 +64,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note(r#"no budget: legacy mode has no retry quota (§1b "no cap and no quota")"#),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "aws-standard",
@@ -72,6 +77,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(&format!("budget = {}", token_bucket(&TokenBucketParams::AWS_STANDARD)), "§1b RetryQuota: INITIAL_CAPACITY 500, 10 for timeouts else 5, NO_RETRY_INCREMENT 1, per client"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "aws-standard-2026",
@@ -87,6 +93,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: DynamoDB's 4 attempts and 25 ms base (§1a); long-polling operations sleeping when the quota is empty (§1b)"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "aws-adaptive",
@@ -100,6 +107,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(r#"throttle = { kind = "aws-adaptive" }"#, &format!("§1b adaptive: RateClocker + CUBIC (C {AWS_CUBIC_C}, BETA {AWS_CUBIC_BETA}) token bucket, per client")),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "aws-adaptive-2026",
@@ -115,6 +123,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: throttling errors back off from 1000 ms, not 50 ms (§1b v2.1 scale 1.0); one base per strategy"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "grpc",
@@ -130,6 +139,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("no deadline here: the call deadline covers all attempts (§2) but has no default"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "envoy",
@@ -141,8 +151,13 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(&format!("retry_after_cap = {}", toml_duration(ENVOY_MAX_INTERVAL, "s")), "§3f: max_interval default 300 s"),
                 set(r#"backoff = { kind = "full-jitter", base = "25ms", cap = "250ms", multiplier = 2.0 }"#, "§3f: source behaviour U[0, min(2^(k-1) * 25 ms, 250 ms)), cap 10 x base"),
                 set(&format!("budget = {}", concurrency(&ConcurrencyBudgetParams::ENVOY_DEFAULT)), "§3e: retry_budget defaults budget_percent 20 %, min_retry_concurrency 3"),
-                note("not modelled: the retry_on conditions (Envoy has no default; the [client] list applies); the route timeout (its default is not in the reference)"),
+                note("not modelled: the retry_on conditions (Envoy has no default; the [client] list applies); as a client, the route timeout (a layer or an edge takes it, with honor_overloaded)"),
                 note("not modelled: the docs' older back-off U[0, (2^k - 1) * 25 ms) (§3f); without retry_budget, the max_retries breaker = concurrency 0 % / 3 (§3e)"),
+            ]
+            .concat(),
+            hop: [
+                set(&format!("route_timeout = {}", toml_duration(ENVOY_ROUTE_TIMEOUT, "s")), "route_components.proto RouteAction.timeout: 15 s when unset, over all retries (§3f)"),
+                set("honor_overloaded = true", "router: a local overflow 503 carries x-envoy-overloaded, never retried (RetryPolicyImpl::wouldRetryFromHeaders)"),
             ]
             .concat(),
         },
@@ -157,6 +172,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: unbounded attempts per request (§3b): max_attempts is left to [client]; request bodies over 64 KiB are not retried"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "finagle",
@@ -168,6 +184,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: which failures Finagle requeues (not in the reference; the [client] retry_on applies) and max_attempts"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "polly-v8",
@@ -180,6 +197,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: Microsoft.Extensions.Http.Resilience's exponential + jitter + Retry-After defaults (§5), a different preset"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "resilience4j",
@@ -191,6 +209,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: maxWaitDurationInHalfOpenState 0 = wait indefinitely (§6) is the breaker's own behaviour; the retry's exception filters"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "hystrix",
@@ -203,6 +222,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: fallbacks; thread-pool rejections (counted as failures, §6)"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "urllib3",
@@ -219,6 +239,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("§7: checked against urllib3 2.8.0 by the conformance suite (docs/conformance.md)"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "axios-retry",
@@ -234,6 +255,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: the shrinking request timeout without shouldResetTimeout (§7)"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "tenacity",
@@ -246,6 +268,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: which exceptions the wrapped call raises (the user's code decides what is retried, §7)"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "sre",
@@ -258,6 +281,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note(r#"not modelled: the "overloaded; don't retry" answer and retrying only at the layer above the rejection (§4)"#),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "brooker-token-bucket",
@@ -268,6 +292,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 note("not modelled: upstream's unlimited attempts when [client] sets max_attempts (leave it out there, §11)"),
             ]
             .concat(),
+            hop: String::new(),
         },
         Preset {
             name: "brooker-circuit-breaker",
@@ -278,6 +303,7 @@ pub static PRESETS: LazyLock<Vec<Preset>> = LazyLock::new(|| {
                 set(&format!("breaker = {}", retry_ratio(&RetryRatioParams::BROOKER_2022)), "§11: CircuitBreakerRetryFactory(..., 0.1): no retry when failures / calls > 0.1, cumulative, per client"),
             ]
             .concat(),
+            hop: String::new(),
         },
     ]
 });

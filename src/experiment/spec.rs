@@ -719,12 +719,33 @@ pub struct OverloadSpec {
     pub knee: u32,
 }
 
-/// One entry of `retry_on`: a status code, or `"timeout"` / `"connection-error"`.
+/// One entry of `retry_on`: a status code, `"timeout"` / `"connection-error"`, or one of
+/// Envoy's groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum RetryOnItem {
     Status(u16),
     Named(NamedFailure),
+    Group(RetryGroup),
+}
+
+/// Envoy's `retry_on` conditions (router docs, `x-envoy-retry-on`) that the model's outcomes
+/// can meet; what each retries is `assembly::client::retry_on`'s (docs/retry-policies.md §3g).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum RetryGroup {
+    #[serde(rename = "5xx")]
+    FiveXx,
+    #[serde(rename = "gateway-error")]
+    GatewayError,
+    #[serde(rename = "reset")]
+    Reset,
+    #[serde(rename = "connect-failure")]
+    ConnectFailure,
+    #[serde(rename = "retriable-4xx")]
+    Retriable4xx,
+    /// The list's own status codes (Envoy's `retriable_status_codes`).
+    #[serde(rename = "retriable-status-codes")]
+    RetriableStatusCodes,
 }
 
 /// A strategy: its name and its retry policy, resolved from `[client]`, its preset and its
@@ -1096,12 +1117,18 @@ pub struct CallSpec {
 pub struct HopPolicySpec {
     pub max_attempts: u32,
     pub timeout: Option<Duration>,
+    /// Envoy's route timeout: over all tries, answered 504 when it fires.
+    pub route_timeout: Option<Duration>,
     pub deadline: Option<Duration>,
     pub retry_on: Option<Vec<RetryOnItem>>,
     pub backoff: BackoffSpec,
     pub honor_dont_retry: bool,
+    /// Do not retry a local overflow 503 marked `x-envoy-overloaded` (Envoy's router).
+    pub honor_overloaded: bool,
     pub budget: Option<BudgetSpec>,
     pub breaker: Option<BreakerSpec>,
+    /// Hedged calls along this edge (gRPC A6 hedgingPolicy).
+    pub hedge: Option<HedgeSpec>,
 }
 
 /// One gateway layer in front of the server, with its own retry policy.
@@ -1111,9 +1138,13 @@ pub struct LayerSpec {
     pub name: String,
     pub max_attempts: u32,
     pub timeout: Option<Duration>,
+    /// Envoy's route timeout: over all tries, answered 504 when it fires.
+    pub route_timeout: Option<Duration>,
     pub retry_on: Option<Vec<RetryOnItem>>,
     pub backoff: BackoffSpec,
     pub honor_dont_retry: bool,
+    /// Do not retry a local overflow 503 marked `x-envoy-overloaded` (Envoy's router).
+    pub honor_overloaded: bool,
     /// The layer's own retry budget (one proxy: shared by every request through it).
     pub budget: Option<BudgetSpec>,
     /// The layer's own circuit breaker.

@@ -23,6 +23,12 @@
 //! down), every answer or timeout is told to it, and every retry asks it for permission (a
 //! budget's or a breaker's refusal ends the ticket with the failure it had).
 //!
+//! **Its router** ([`crate::policy::route`]): a layer with a route timeout answers its caller
+//! 504 when it fires (the try in flight is given up, no further try starts; a try's own
+//! timeout is cut to what the route has left), and its breaker's local 503 is marked
+//! overloaded (`x-envoy-overloaded`), which a layer with `honor_overloaded` above it answers
+//! up unretried.
+//!
 //! This file is the ticket table and each layer's decision, without events; `queue_model`
 //! wires them to the engine.
 //!
@@ -36,6 +42,7 @@
 use crate::engine::rng::{Stream, stream};
 use crate::engine::{Instant, Span};
 use crate::policy::gate::{Admit, CostClass, Gate, GateParams};
+use crate::policy::route::{self, ROUTE_TIMEOUT_STATUS, Route};
 use crate::policy::{BackoffState, Decision, FailedAttempt, Outcome, RetryPolicy};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -46,11 +53,19 @@ use super::server::{Reply, RetryAfterCode};
 pub struct LayerParams {
     pub retry: RetryPolicy,
     pub gate: GateParams,
+    /// Its route timeout and whether it honours `x-envoy-overloaded`.
+    pub route: Route,
 }
 
 /// What a layer answers its caller when its own breaker refuses an attempt: a local 503 (the
-/// proxy's overflow answer), which the caller may retry as any 503.
-pub const LOCAL_REFUSAL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::NONE };
+/// proxy's overflow answer), marked `x-envoy-overloaded`: a caller that honours the mark does
+/// not retry it, any other retries it as any 503.
+pub const LOCAL_REFUSAL: Reply =
+    Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::OVERLOADED };
+
+/// What a layer answers its caller when its route timeout fires.
+pub const ROUTE_TIMEOUT: Reply =
+    Reply { outcome: Outcome::Status(ROUTE_TIMEOUT_STATUS), retry_after: RetryAfterCode::NONE };
 
 /// Attempt numbers travel with a ticket id in one `u32` (`ticket << ATTEMPT_BITS | attempt`),
 /// so a layer makes at most this many attempts (the schema's bound on `layers[].max_attempts`).
@@ -100,6 +115,8 @@ pub struct Ticket {
     /// When this layer stops waiting for its current attempt.
     pub gives_up_at: Instant,
     received: Instant,
+    /// When its route timeout fires ([`Instant::NEVER`]: none).
+    route_ends: Instant,
     /// When the current attempt was sent (its latency, for the layer's controls).
     sent: Instant,
     backoff: BackoffState,
@@ -121,6 +138,8 @@ pub struct Gateways {
     /// Each layer's retry policy (`assembly::gateways::layer_policy`), the first nearest the
     /// client.
     layers: Vec<RetryPolicy>,
+    /// Each layer's router.
+    routes: Vec<Route>,
     /// Each layer's own controls ([`Gate::is_empty`] when it has none).
     gates: Vec<Gate>,
     tickets: Vec<Ticket>,
@@ -141,6 +160,7 @@ impl Gateways {
             })
             .collect();
         Gateways {
+            routes: layers.iter().map(|l| l.route).collect(),
             layers: layers.into_iter().map(|l| l.retry).collect(),
             gates,
             tickets: Vec::new(),
@@ -174,6 +194,7 @@ impl Gateways {
             refs: 1,
             gives_up_at: Instant::NEVER,
             received: now,
+            route_ends: self.routes[layer].ends(now),
             sent: now,
             backoff: self.layers[layer].backoff.initial_state(),
             last_cost: CostClass::NONE,
@@ -201,8 +222,15 @@ impl Gateways {
         t.attempts += 1;
         t.waiting = true;
         t.sent = now;
-        t.gives_up_at = policy.gives_up_at(t.received, now);
+        t.gives_up_at = policy.gives_up_at(t.received, now).min(t.route_ends);
         (t.attempts, t.gives_up_at)
+    }
+
+    /// Whether `ticket`'s route timeout has fired by `now` (then it answers [`ROUTE_TIMEOUT`]
+    /// instead of sending its next attempt).
+    #[inline]
+    pub fn route_expired(&self, ticket: u32, now: Instant) -> bool {
+        now >= self.get(ticket).route_ends
     }
 
     /// Whether `ticket`'s layer lets its next attempt go down at `now` (its breaker may refuse
@@ -260,6 +288,10 @@ impl Gateways {
             return None;
         }
         self.tell_gate(ticket, Outcome::Timeout, now);
+        if self.route_expired(ticket, now) {
+            self.tickets[ticket as usize].waiting = false;
+            return Some(Step::Answer(ROUTE_TIMEOUT));
+        }
         Some(self.failed(ticket, Reply::of(Outcome::Timeout), now))
     }
 
@@ -269,6 +301,9 @@ impl Gateways {
         let policy = self.layers[layer];
         let t = &mut self.tickets[ticket as usize];
         t.waiting = false;
+        if self.routes[layer].stops_on(reply.retry_after.is_overloaded()) {
+            return Step::Answer(reply);
+        }
         let failed = FailedAttempt {
             outcome: reply.outcome,
             attempt: t.attempts,
@@ -286,7 +321,8 @@ impl Gateways {
         ) {
             Decision::Retry { delay, .. } => {
                 t.k += 1;
-                Step::Retry(delay)
+                // A backoff past the route's end ends there: the next send answers 504.
+                Step::Retry(route::retry_at(now, delay, t.route_ends).since(now))
             }
             Decision::Stop(_) => Step::Answer(reply),
         }
@@ -348,7 +384,7 @@ mod tests {
 
     /// A layer without controls of its own.
     fn plain(retry: RetryPolicy) -> LayerParams {
-        LayerParams { retry, gate: GateParams::default() }
+        LayerParams { retry, gate: GateParams::default(), route: Route::default() }
     }
 
     const FAIL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::NONE };

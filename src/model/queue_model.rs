@@ -226,6 +226,10 @@ impl Ev {
     pub fn graph_send(ticket: u32, generation: u32) -> Ev {
         Ev::of(Kind::GraphSend, ticket, generation, 0)
     }
+    /// A hedged edge's timer `timer` for its ticket's next copy.
+    pub fn graph_hedge(ticket: u32, generation: u32, timer: u32) -> Ev {
+        Ev::of(Kind::GraphSend, ticket, generation, timer as u64)
+    }
     pub fn graph_timeout(ticket: u32, generation: u32, attempt: u32) -> Ev {
         Ev::of(Kind::GraphTimeout, ticket, generation, attempt as u64)
     }
@@ -1404,6 +1408,10 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     #[inline(never)]
     fn layer_send<Q: EventQueue<Ev>>(&mut self, ticket: u32, s: &mut Scheduler<Ev, Q>) {
         let g = self.gateways.as_mut().expect("only called with gateway layers");
+        if g.route_expired(ticket, s.now()) {
+            // The route timed out during the backoff: no further try.
+            return self.layer_step(ticket, Some(Step::Answer(gateway::ROUTE_TIMEOUT)), s);
+        }
         if !g.admit(ticket, s.now()) {
             // The layer's own breaker refused: it answers its caller itself.
             return self.layer_step(ticket, Some(Step::Answer(gateway::LOCAL_REFUSAL)), s);

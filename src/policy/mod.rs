@@ -18,6 +18,7 @@ pub mod outlier;
 pub mod pool;
 pub mod retry_after;
 pub mod retry_on;
+pub mod route;
 #[cfg(test)]
 mod test_time;
 pub mod throttle;

@@ -973,6 +973,36 @@ fn cases() -> Vec<Case> {
             stderr: &["strategies.fj.layers[0].max_attempts", "between 1 and 255"],
         },
         Case {
+            what: "Envoy's refused-stream, which never matches",
+            text: valid(),
+            args: &["--set", "strategies.fj.layers=[{ retry_on = [\"5xx\", \"refused-stream\"] }]"],
+            stderr: &["strategies.fj.layers[0].retry_on[1]", "refused-stream", "never match"],
+        },
+        Case {
+            what: "retriable-status-codes without a status",
+            text: valid(),
+            args: &["--set", "client.retry_on=[\"retriable-status-codes\", \"reset\"]"],
+            stderr: &["strategies.fj.retry_on", "retriable-status-codes", "no status"],
+        },
+        Case {
+            what: "an unknown retry group",
+            text: valid(),
+            args: &["--set", "client.retry_on=[\"gateway-errors\"]"],
+            stderr: &["client.retry_on[0]", "did you mean \"gateway-error\"?"],
+        },
+        Case {
+            what: "a layer's route timeout of 0",
+            text: valid(),
+            args: &["--set", "strategies.fj.layers=[{ route_timeout = \"0s\" }]"],
+            stderr: &["strategies.fj.layers[0].route_timeout", "> 0"],
+        },
+        Case {
+            what: "an edge's route timeout of 0",
+            text: graph("calls = [{ service = \"db\", route_timeout = \"0s\" }]", ""),
+            args: &[],
+            stderr: &["services[0].calls[0].route_timeout", "> 0"],
+        },
+        Case {
             what: "layers with per-attempt idempotency keys",
             text: valid(),
             args: &[

@@ -277,3 +277,152 @@ fn an_edge_takes_a_presets_policy_keys() {
     let own = load_text(&text.replace("preset = \"envoy\"", "preset = \"envoy\", max_attempts = 3"), &[]);
     assert_eq!(own.points[0].spec.services[1].calls[0].policy.max_attempts, 3, "its own keys override it");
 }
+
+/// a -> b, where b never answers in time (its work takes 100 s); one client, operations one
+/// after another. The edge tries 10 times with a 300 ms per-try timeout under a 1 s route
+/// timeout (Envoy's `timeout` apart from `per_try_timeout`).
+const STUCK: &str = r#"
+name = "stuck"
+seed = 4
+horizon = "100s"
+[workload]
+kind = "closed"
+clients = 1
+ops_per_client = 20
+[[services]]
+name = "a"
+concurrency = 100
+service_time = { dist = "constant", value = "0ms" }
+calls = [{ service = "b", max_attempts = 10, timeout = "300ms", route_timeout = "1s" }]
+[[services]]
+name = "b"
+concurrency = 1000
+service_time = { dist = "constant", value = "100s" }
+[[strategies]]
+name = "one-try"
+max_attempts = 1
+timeout = "10s"
+backoff = { kind = "none" }
+"#;
+
+/// The tries that start before the route's end (0, 300, 600, 900 ms), then a 504 at exactly
+/// 1 s; with a 250 ms backoff, 0 and 550 ms only (the next would start at 1100 ms).
+#[test]
+fn an_edges_route_timeout_stops_after_the_tries_that_fit() {
+    let backoff = STUCK.replace(
+        "route_timeout = \"1s\" }",
+        "route_timeout = \"1s\", backoff = { kind = \"constant\", base = \"250ms\" } }",
+    );
+    for (text, tries) in [(STUCK.to_owned(), 4.0), (backoff, 2.0)] {
+        let m = run_one(&text, &[]);
+        assert_eq!((m.ops, m.failed), (20, 20));
+        assert_eq!(per_op(&m, 1), tries, "the tries that fit in 1 s");
+        assert_eq!((m.latency_min_s, m.latency_max_s), (1.0, 1.0), "the 504 at the route's end");
+        assert_eq!(m.graph.edges[0].ended, 20);
+    }
+}
+
+/// a -> b -> c, c answers 503 to everything. b's edge to c has a breaker that opens after 10
+/// failed calls (1 attempt); a's edge to b makes 3 attempts. One client, 20 operations one
+/// after another: operations 1-3 make 3 calls into b (and c); operation 4's first reaches c
+/// (the 10th call: the breaker opens), its second fails at b's breaker with a 503 marked
+/// overloaded. An edge that honours the mark (`honor_overloaded`) does not retry it: 9 + 2 +
+/// 16 = 27 calls into b; one that does not: 3 per operation, 60.
+#[test]
+fn an_overflow_503_is_not_retried_by_an_edge_that_honours_it() {
+    let text = DEAD_CHAIN
+        .replace("clients = 10\nops_per_client = 10", "clients = 1\nops_per_client = 20")
+        .replace(
+            "calls = [{ service = \"b\", max_attempts = 4 }]",
+            "calls = [{ service = \"b\", max_attempts = 3, honor_overloaded = true }]",
+        )
+        .replace(
+            "calls = [{ service = \"c\", max_attempts = 4 }]",
+            "calls = [{ service = \"c\", max_attempts = 1, breaker = { window = 10, minimum_calls = 10, open_for = \"100s\" } }]",
+        );
+    let honouring = run_strategy(&text, &["strategies.every-layer.max_attempts=1"], 0);
+    assert_eq!(honouring.graph.services[2].calls, 10, "the breaker opened after 10 calls");
+    assert_eq!(honouring.graph.services[1].calls, 9 + 2 + 16);
+    let retrying = run_strategy(
+        &text.replace(", honor_overloaded = true", ""),
+        &["strategies.every-layer.max_attempts=1"],
+        0,
+    );
+    assert_eq!(retrying.graph.services[2].calls, 10);
+    assert_eq!(retrying.graph.services[1].calls, 60);
+}
+
+/// `retry_on = ["reset"]` on an edge does not retry the bottom's 503s; `gateway-error` does.
+#[test]
+fn an_edges_reset_group_does_not_retry_a_503() {
+    let reset = DEAD_CHAIN.replace(
+        "calls = [{ service = \"c\", max_attempts = 4 }]",
+        "calls = [{ service = \"c\", max_attempts = 4, retry_on = [\"reset\"] }]",
+    );
+    let m = run_strategy(&reset, &[], 0);
+    assert_eq!([per_op(&m, 1), per_op(&m, 2)], [16.0, 16.0], "b -> c tries once per call");
+    let m = run_strategy(&reset.replace("\"reset\"", "\"gateway-error\""), &[], 0);
+    assert_eq!([per_op(&m, 1), per_op(&m, 2)], [16.0, 64.0]);
+}
+
+/// Hedging on an edge (gRPC A6 hedgingPolicy): the fan-out of 100 with a 1 % slow tail
+/// (100 ms), each call hedged after 10 ms with a second copy. A call is slow only when both
+/// copies are (0.01^2), so a user request is slow with probability 1 - (1 - 0.0001)^100 =
+/// 0.995 %, against 63.4 % unhedged; the backend gets one hedge per slow first copy, 1 per
+/// request on average (100 x 0.01).
+#[test]
+fn a_hedged_edge_cuts_the_fan_out_tail_to_what_the_arithmetic_says() {
+    let text = FAN_OUT.replace(
+        "calls = [{ service = \"backend\", count = 100 }]",
+        "calls = [{ service = \"backend\", count = 100, hedge = { max_attempts = 2, delay = \"10ms\" } }]",
+    );
+    let m = run_one(&text, &[]);
+    let n = m.ops as f64;
+    let p = (1.0 - 0.01_f64 * 0.01).powi(100);
+    let se = (p * (1.0 - p) / n).sqrt();
+    let fast = m.succeeded as f64 / n;
+    assert!(m.ops > 9_500, "{}", m.ops);
+    assert!((fast - p).abs() < 4.0 * se, "fast share {fast}, expected {p} +- {}", 4.0 * se);
+    let hedges = (m.graph.services[1].calls - 100 * m.ops) as f64 / n;
+    let se_hedges = (100.0 * 0.01 * 0.99 / n).sqrt();
+    assert!(
+        (hedges - 1.0).abs() < 4.0 * se_hedges,
+        "hedges per request {hedges}, expected 1 +- {}",
+        4.0 * se_hedges
+    );
+    assert_eq!(m.graph.edges[0].ended, 100 * m.ops, "every call ends once, whatever its copies");
+    assert_eq!(m.graph.edges[0].succeeded, 100 * m.ops, "every call succeeds: the client only times out");
+}
+
+/// A6's answer handling on an edge, a -> b, each call hedged with up to 3 copies 5 ms apart:
+/// an answer in 1 ms wins before any hedge; with b answering 503 to everything and 503
+/// non-fatal, each 503 sends the next copy at once and the call fails after its 3 copies (the
+/// client's 4 attempts: 12 calls into b); without `non_fatal` (gRPC's default) the first 503
+/// is fatal: one copy per call.
+#[test]
+fn a_hedged_edge_fails_only_when_every_copy_failed() {
+    // b always answers 503: 3 copies, each non-fatal, then the call fails with the 503.
+    let text = DEAD_CHAIN
+        .replace(
+            "calls = [{ service = \"b\", max_attempts = 4 }]",
+            "calls = [{ service = \"b\", hedge = { max_attempts = 3, delay = \"5ms\", non_fatal = [503] } }]",
+        )
+        .replace("calls = [{ service = \"c\", max_attempts = 4 }]", "");
+    let m = run_strategy(&text.replace("errors = [{ status = 503, probability = 1.0 }]", ""), &[], 0);
+    assert_eq!(m.succeeded, m.ops, "c answers: the first copy wins");
+    assert_eq!(per_op(&m, 1), 1.0, "a 1 ms answer comes before the 5 ms hedge");
+    let failing = text.replace(
+        "name = \"b\"\nconcurrency = 100\nservice_time = { dist = \"constant\", value = \"1ms\" }",
+        "name = \"b\"\nconcurrency = 100\nservice_time = { dist = \"constant\", value = \"1ms\" }\nerrors = [{ status = 503, probability = 1.0 }]",
+    );
+    let m = run_strategy(&failing, &[], 0);
+    assert_eq!(m.succeeded, 0);
+    assert_eq!(
+        per_op(&m, 1),
+        4.0 * 3.0,
+        "4 client attempts x 3 copies, each sent at once after a non-fatal 503"
+    );
+    // Without non_fatal (gRPC's default), the first 503 is fatal: one copy per call.
+    let m = run_strategy(&failing.replace(", non_fatal = [503]", ""), &[], 0);
+    assert_eq!(per_op(&m, 1), 4.0);
+}

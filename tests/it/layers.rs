@@ -233,6 +233,8 @@ fn a_layer_takes_a_presets_retry_keys() {
             l.budget
         );
         assert_eq!(l.timeout, None, "Envoy's per-try timeout is not set by default");
+        assert_eq!(l.route_timeout.map(|d| d.as_ns()), Some(15_000_000_000), "Envoy's route timeout, 15 s");
+        assert!(l.honor_overloaded, "Envoy's router never retries x-envoy-overloaded");
     }
     let err = experiment::load_str(
         OUTAGE,
@@ -247,4 +249,125 @@ fn a_layer_takes_a_presets_retry_keys() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("layers[0].preset") && err.contains("did you mean \"envoy\""), "{err}");
+}
+
+/// A server that never answers: every request is lost (an outage answering "timeout").
+const SILENT: &str = r#"
+name = "route"
+seed = 5
+runs = 1
+horizon = "20s"
+[workload]
+kind = "open"
+rate = 10.0
+duration = "5s"
+[server]
+concurrency = 100
+service_time = { dist = "constant", value = "1ms" }
+faults = [{ kind = "outage", start = "0s", duration = "100s", status = "timeout" }]
+[[strategies]]
+name = "envoy"
+backoff = { kind = "none" }
+max_attempts = 1
+timeout = "10s"
+layers = [{ max_attempts = 10, timeout = "300ms", route_timeout = "1s", backoff = { kind = "none" } }]
+"#;
+
+/// Envoy's route timeout (`RouteAction.timeout`) apart from its per-try timeout: against a
+/// server that never answers, a layer with per-try 300 ms and a 1 s route timeout makes the
+/// tries that start before 1 s (at 0, 300, 600 and 900 ms: 4, of its 10), the last one cut to
+/// the 100 ms the route has left, and answers 504 at exactly 1 s. With per-try 400 ms: 3 tries
+/// (0, 400, 800 ms). A backoff that would end past the route's end ends there: per-try 300 ms
+/// and a 250 ms constant backoff try at 0 and 550 ms, and the next try (at 1100 ms) never
+/// starts.
+#[test]
+fn a_route_timeout_stops_after_the_tries_that_fit() {
+    for (sets, tries) in [
+        (vec![], 4),
+        (vec!["strategies.envoy.layers[0].timeout=\"400ms\""], 3),
+        (vec!["strategies.envoy.layers[0].backoff={ kind = \"constant\", base = \"250ms\" }"], 2),
+    ] {
+        let m = &metrics(&load(SILENT, &sets))[0];
+        assert!(m.ops > 30, "{sets:?}: {}", m.ops);
+        assert_eq!(m.failed, m.ops, "{sets:?}");
+        assert_eq!(m.server_calls, tries * m.ops, "{sets:?}: the tries that fit in 1 s");
+        assert_eq!(
+            (m.latency_min_s, m.latency_max_s),
+            (1.0, 1.0),
+            "{sets:?}: the 504 comes at the route's end"
+        );
+    }
+    // Without the route timeout, the layer makes all its 10 tries (3 s).
+    let m = &metrics(&load(SILENT, &["strategies.envoy.layers[0].route_timeout=\"100s\""]))[0];
+    assert_eq!(m.server_calls, 10 * m.ops);
+    assert_eq!(m.latency_max_s, 3.0);
+}
+
+/// The 504 of a route timeout is an answer the layer above (and the client) may retry: a
+/// client of 2 attempts over the same layer sends 8 tries per operation to the server.
+#[test]
+fn a_route_timeout_is_a_504_the_caller_may_retry() {
+    let m = &metrics(&load(SILENT, &["strategies.envoy.max_attempts=2"]))[0];
+    assert_eq!(m.calls, 2 * m.ops, "the client retries the 504");
+    assert_eq!(m.server_calls, 8 * m.ops);
+    assert_eq!(m.latency_max_s, 2.0);
+}
+
+/// Local overflow 503s are not retried (Envoy's router: its own overflow answer carries
+/// `x-envoy-overloaded`, which `RetryPolicyImpl::wouldRetryFromHeaders` never retries). The
+/// bottom layer's breaker opens after 10 failed calls and then answers every try at once with
+/// its local 503, marked overloaded. A top layer that honours the mark (`honor_overloaded`,
+/// preset envoy) answers it up unretried: the client sees the 503 at once (median latency 0).
+/// A top layer that does not retries it twice, 100 ms apart: every operation takes 200 ms.
+/// The server sees 10 calls either way.
+#[test]
+fn an_overflow_503_reaches_the_top_unretried() {
+    let layers = |top: &str| {
+        format!(
+            "strategies.three-layers.layers=[{{ max_attempts = 3, backoff = {{ kind = \"constant\", base = \"100ms\" }}{top} }}, {{ max_attempts = 1, breaker = {{ window = 10, minimum_calls = 10, open_for = \"100s\" }} }}]"
+        )
+    };
+    let run = |top: &str| {
+        let exp = load(OUTAGE, &["strategies.three-layers.max_attempts=1", &layers(top)]);
+        metrics(&exp)
+    };
+    for m in run(", honor_overloaded = true") {
+        assert_eq!(m.server_calls, 10, "the breaker opened after 10 failed calls");
+        assert_eq!((m.calls, m.failed), (m.ops, m.ops));
+        assert_eq!(m.latency_p50_s, 0.0, "the overflow 503 reached the client at once");
+    }
+    for m in run("") {
+        assert_eq!(m.server_calls, 10);
+        assert!(m.latency_min_s >= 0.2, "retried twice, 100 ms apart: {}", m.latency_min_s);
+    }
+    // A budget's refusal is not an overflow answer: the budget's layer answers the failure it
+    // had (Envoy's retry overflow forwards the upstream's answer), and the layer above retries
+    // it. Bottom: 2 attempts with a budget that never has a retry's tokens; top: 3 attempts, honouring.
+    let budget = "strategies.three-layers.layers=[{ max_attempts = 3, honor_overloaded = true }, { max_attempts = 2, budget = { kind = \"token-bucket\", capacity = 1.0, retry_cost = 5.0 } }]";
+    for m in metrics(&load(OUTAGE, &["strategies.three-layers.max_attempts=1", budget])) {
+        assert_eq!(m.server_calls, 3 * m.ops, "the top layer retried the bottom's unmarked 503");
+    }
+}
+
+/// Envoy's `retry_on` groups on a layer (DESIGN §3.5; `RetryPolicyImpl`): `reset` retries no
+/// answer (the total outage's 503s: one server call per client attempt), `gateway-error` and
+/// `5xx` retry the 503, `retriable-4xx` does not.
+#[test]
+fn retry_on_groups_on_a_layer() {
+    for (on, per_op) in [
+        ("\"reset\"", 1),
+        ("\"connect-failure\"", 1),
+        ("\"retriable-4xx\"", 1),
+        ("\"gateway-error\"", 3),
+        ("\"5xx\"", 3),
+    ] {
+        let set = format!("strategies.three-layers.layers=[{{ max_attempts = 3, retry_on = [{on}] }}]");
+        for m in metrics(&load(OUTAGE, &["strategies.three-layers.max_attempts=1", &set])) {
+            assert_eq!(m.server_calls, per_op * m.ops, "retry_on = [{on}]");
+        }
+    }
+    // A per-try timeout is a reset: `reset` retries it (the silent server: 3 tries).
+    let set = "strategies.envoy.layers=[{ max_attempts = 3, timeout = \"100ms\", retry_on = [\"reset\"] }]";
+    let m = &metrics(&load(SILENT, &[set]))[0];
+    assert_eq!(m.server_calls, 3 * m.ops);
 }

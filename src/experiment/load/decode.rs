@@ -119,8 +119,9 @@ pub fn merged_strategy(tree: &Table, index: usize) -> Option<Table> {
 /// Each gateway layer with a `preset` (DESIGN §4.4): the preset's keys that a layer takes
 /// (`LAYER`'s: attempts, timeout, `retry_on`, backoff, budget, breaker), then the layer's own.
 /// A layer reads no Retry-After and knows no deadline, so a preset's keys for those are not
-/// taken (`envoy` as a layer: 2 attempts, full jitter 25 ms .. 250 ms, the 20 % / 3 retry
-/// budget).
+/// taken; its hop keys ([`presets::Preset::hop`]) are (`envoy` as a layer: 2 attempts, full
+/// jitter 25 ms .. 250 ms, the 20 % / 3 retry budget, the 15 s route timeout, overflow answers
+/// left unretried).
 fn expand_layer_presets(origin: &str, key: &str, merged: &mut Table) -> R<()> {
     let Some(Value::Array(layers)) = merged.get_mut("layers") else { return Ok(()) };
     for (i, layer) in layers.iter_mut().enumerate() {
@@ -129,6 +130,7 @@ fn expand_layer_presets(origin: &str, key: &str, merged: &mut Table) -> R<()> {
         let found = find_preset(origin, &format!("{key}.layers[{i}].preset"), &name)?;
         let mut expanded: Table = preset_table(found)
             .into_iter()
+            .chain(preset_hop_table(found))
             .filter(|(k, _)| k != "name" && k != "preset" && LAYER.fields.iter().any(|f| f.key == k))
             .collect();
         merge(&mut expanded, own);
@@ -182,6 +184,12 @@ pub fn effective_strategy(tree: &Table, name: &str, origin: &str) -> R<Table> {
 /// keys).
 pub(in crate::experiment) fn preset_table(p: &presets::Preset) -> Table {
     p.toml.parse().unwrap_or_else(|e| panic!("preset {} does not parse: {e}", p.name))
+}
+
+/// A preset's keys that only a proxy hop takes (a gateway layer, a call-graph edge), as a
+/// table.
+pub(in crate::experiment) fn preset_hop_table(p: &presets::Preset) -> Table {
+    p.hop.parse().unwrap_or_else(|e| panic!("preset {}'s hop keys do not parse: {e}", p.name))
 }
 
 /// Merges `over` into `base`, key by key: tables merge recursively unless `over` changes the

@@ -551,8 +551,18 @@ fn entry_server(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
 /// The keys of a client policy an edge of the call graph takes from a preset (the schema's
 /// `hop_policy` keys); a preset's other keys (Retry-After handling, throttling, keys ...) do
 /// not apply to an edge.
-const HOP_PRESET_KEYS: [&str; 8] =
-    ["max_attempts", "timeout", "deadline", "retry_on", "backoff", "honor_dont_retry", "budget", "breaker"];
+const HOP_PRESET_KEYS: [&str; 10] = [
+    "max_attempts",
+    "timeout",
+    "route_timeout",
+    "deadline",
+    "retry_on",
+    "backoff",
+    "honor_dont_retry",
+    "honor_overloaded",
+    "budget",
+    "breaker",
+];
 
 /// Resolves `preset = "NAME"` in every edge (`services[i].calls[j]`) and every strategy's
 /// `hop_policy`: the preset's edge keys, then the table's own.
@@ -569,6 +579,7 @@ fn hop_presets(tree: &mut Table, origin: &str) -> Result<(), ConfigError> {
             ));
         };
         let mut merged = decode::preset_table(found);
+        merged.extend(decode::preset_hop_table(found));
         merged.retain(|k, _| HOP_PRESET_KEYS.contains(&k));
         for (k, v) in std::mem::take(table) {
             merged.insert(k, v);

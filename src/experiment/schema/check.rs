@@ -8,7 +8,7 @@
 //! refuses unknown keys *before* reporting missing ones, so a typo is reported as the typo and
 //! not as the key it hides. Once a tree passes, serde maps it onto `super::super::spec`.
 
-use super::{Field, IfAbsent, Range, Table, Tagged, Ty};
+use super::{Field, IfAbsent, RETRY_GROUPS, Range, Table, Tagged, Ty};
 use crate::experiment::ConfigError;
 use crate::experiment::duration::Duration;
 use crate::experiment::spec::CountOrPercentSpec;
@@ -110,6 +110,7 @@ impl Checker<'_> {
                 ))),
             },
             Ty::StatusOrFailure => status_or_failure(value).map_err(bad),
+            Ty::RetryCondition => retry_condition(value).map_err(bad),
             Ty::CallsOrDuration => match value {
                 Value::Integer(i) if (1..=u32::MAX as i64).contains(i) => Ok(()),
                 Value::Integer(i) => Err(bad(format!(
@@ -345,6 +346,26 @@ fn status_or_failure(v: &Value) -> Result<(), String> {
         other => {
             Err(format!("expected a status code such as 503, or \"timeout\", found a {}", other.type_str()))
         }
+    }
+}
+
+/// A retry list's entry: [`status_or_failure`], or one of Envoy's groups ([`RETRY_GROUPS`]).
+fn retry_condition(v: &Value) -> Result<(), String> {
+    match v {
+        Value::String(s) if RETRY_GROUPS.contains(&s.as_str()) => Ok(()),
+        Value::String(s) if s == "refused-stream" => Err(
+            "Envoy's refused-stream retries an HTTP/2 REFUSED_STREAM reset, which retrysim never produces (it would never match): remove it"
+                .to_owned(),
+        ),
+        Value::String(s) if !["timeout", "connection-error"].contains(&s.as_str()) => {
+            let names = ["timeout", "connection-error"].into_iter().chain(RETRY_GROUPS);
+            let hint = closest(s, names).map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default();
+            Err(format!(
+                "unknown failure \"{s}\"{hint}: expected a status code such as 503, \"timeout\", \"connection-error\" or an Envoy group ({})",
+                RETRY_GROUPS.join(", ")
+            ))
+        }
+        other => status_or_failure(other),
     }
 }
 

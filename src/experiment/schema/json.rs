@@ -40,6 +40,16 @@ fn ty(t: &Ty) -> Value {
                 { "type": "string", "enum": ["timeout", "connection-error"] },
             ]
         }),
+        Ty::RetryCondition => {
+            let names: Vec<&str> =
+                ["timeout", "connection-error"].into_iter().chain(super::RETRY_GROUPS).collect();
+            json!({
+                "anyOf": [
+                    { "type": "integer", "minimum": 400, "maximum": 599 },
+                    { "type": "string", "enum": names },
+                ]
+            })
+        }
         Ty::CallsOrDuration => json!({ "anyOf": [{ "type": "integer", "minimum": 1 }, duration()] }),
         Ty::CountOrPercent => json!({
             "anyOf": [{ "type": "integer", "minimum": 0 }, { "type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?%$" }]

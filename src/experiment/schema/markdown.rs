@@ -205,6 +205,9 @@ fn type_name(t: &Ty) -> String {
         Ty::Str => "string".into(),
         Ty::Choice(c) => c.iter().map(|s| format!("`\"{s}\"`")).collect::<Vec<_>>().join(" / "),
         Ty::StatusOrFailure => "status, `\"timeout\"` or `\"connection-error\"`".into(),
+        Ty::RetryCondition => {
+            "status, `\"timeout\"`, `\"connection-error\"` or an Envoy group (`\"5xx\"`, `\"gateway-error\"`, `\"reset\"`, `\"connect-failure\"`, `\"retriable-4xx\"`, `\"retriable-status-codes\"`)".into()
+        }
         Ty::CallsOrDuration => "integer (calls) or duration".into(),
         Ty::CountOrPercent => "integer or percentage (`\"25%\"`)".into(),
         Ty::List(item) => format!("list of {}", plural(&type_name(item))),

@@ -53,6 +53,9 @@ pub enum Ty {
     Choice(&'static [&'static str]),
     /// An HTTP status (400..=599), `"timeout"` or `"connection-error"`.
     StatusOrFailure,
+    /// A retry condition: an HTTP status (400..=599), `"timeout"`, `"connection-error"`, or
+    /// one of Envoy's `retry_on` groups ([`RETRY_GROUPS`]).
+    RetryCondition,
     /// A whole number of calls, or a duration.
     CallsOrDuration,
     /// A count (an integer >= 0), or a percentage of the replicas (`"25%"`, 0 to 100), as
@@ -75,6 +78,12 @@ pub enum Ty {
     /// window two durations with start < end.
     Windows,
 }
+
+/// Envoy's `retry_on` groups a retry list may name (router docs `x-envoy-retry-on`; reference
+/// retry-policies §3g), as the model's outcomes meet them (`assembly::client::retry_on`).
+/// `refused-stream` is refused: the model has no HTTP/2 stream refusal, so it never matches.
+pub const RETRY_GROUPS: [&str; 6] =
+    ["5xx", "gateway-error", "reset", "connect-failure", "retriable-4xx", "retriable-status-codes"];
 
 /// A table with fixed keys.
 #[derive(Debug)]
@@ -1349,7 +1358,7 @@ macro_rules! policy_fields {
             f("deadline", Ty::Duration, Absent("none"), "operation deadline, measured from its first attempt; no retry starts that cannot begin before it")
                 .range(POSITIVE)
                 .message("must be > 0; leave it out for no deadline"),
-            f("retry_on", Ty::List(&Ty::StatusOrFailure), Absent("429, 502, 503, 504, 409 from the idempotency store, timeout, connection error"), "outcomes that are retried")
+            f("retry_on", Ty::List(&Ty::RetryCondition), Absent("429, 502, 503, 504, 409 from the idempotency store, timeout, connection error"), "outcomes that are retried")
                 .rules("non-empty (to never retry, set max_attempts = 1)"),
             f("backoff", Ty::Tagged(&BACKOFF), Required, "the delay before each retry").rules("required in the strategy, [client] or its preset"),
             f("honor_retry_after", Ty::Bool, Value("false"), "use the server's Retry-After instead of the backoff"),
@@ -1960,7 +1969,7 @@ pub static HEDGE: Table = Table {
         f("preset", Ty::Choice(&["polly", "envoy"]), Absent("gRPC A6: the keys below"), "polly: Polly v8's latency mode (2 copies, the second after 2 s or at once on a handled failure, every failure handled); envoy: Envoy's hedge_on_per_try_timeout (2 copies, the second when the first's per-try timeout fires, the first still waited for)"),
         f("max_attempts", Ty::Int { min: 2, max: 5 }, Absent("required; 2 with preset polly or envoy"), "copies of a call, the first included (gRPC maxAttempts, 2 to 5: its client caps it at 5)"),
         f("delay", Ty::Str, Absent("\"0s\" (gRPC: every copy at once); \"2s\" with preset polly; none with envoy"), "when the next copy goes out without an answer: a duration (0 = all at once), or \"pNN\", the NN-th percentile (0 < NN < 100) of the client's own latency over the last `window` (tower's hedge)"),
-        f("non_fatal", Ty::List(&Ty::StatusOrFailure), Absent("none (gRPC); every failure with preset polly; 5xx and connection-error with envoy"), "failures after which the next copy goes out at once; any other failure cancels the copies and fails the call (gRPC nonFatalStatusCodes)"),
+        f("non_fatal", Ty::List(&Ty::RetryCondition), Absent("none (gRPC); every failure with preset polly; 5xx and connection-error with envoy"), "failures after which the next copy goes out at once; any other failure cancels the copies and fails the call (gRPC nonFatalStatusCodes)"),
         f("hedge_on_per_try_timeout", Ty::Bool, Absent("false; true with preset envoy"), "when a copy's `timeout` fires, send the next copy and keep waiting for the late one (Envoy); else the late copy is abandoned as a timeout")
             .rules("needs timeout"),
         f("window", Ty::Duration, Value("\"10s\""), "the rotation period of the latency histogram a percentile delay reads (tower's period; retrysim's default)")
@@ -2021,14 +2030,20 @@ macro_rules! hop_policy_fields {
             f("timeout", Ty::Duration, Absent("none: wait for the answer however long it takes"), "per-attempt timeout of this edge")
                 .range(POSITIVE)
                 .message("must be > 0; leave it out to wait for every answer"),
+            f("route_timeout", Ty::Duration, Absent("none; 15s with preset envoy"), "Envoy's route timeout: over all tries and backoffs of a call along this edge, from its first attempt; when it fires the try in flight is given up, no further try starts and the call fails 504 (each try's timeout is cut to what is left)")
+                .range(POSITIVE)
+                .message("must be > 0; leave it out for no route timeout"),
             f("deadline", Ty::Duration, Absent("none"), "deadline of a call along this edge, measured from its first attempt")
                 .range(POSITIVE)
                 .message("must be > 0; leave it out for no deadline"),
-            f("retry_on", Ty::List(&Ty::StatusOrFailure), Absent("the defaults, as for a strategy"), "outcomes this edge retries"),
+            f("retry_on", Ty::List(&Ty::RetryCondition), Absent("the defaults, as for a strategy"), "outcomes this edge retries"),
             f("backoff", Ty::Tagged(&BACKOFF), Value("{ kind = \"none\" }"), "this edge's delay before each retry"),
             f("honor_dont_retry", Ty::Bool, Value("false"), "do not retry an answer that says \"overloaded; don't retry\""),
+            f("honor_overloaded", Ty::Bool, Value("false"), "do not retry a local overflow 503 marked x-envoy-overloaded (a breaker refusal of the edge below), as Envoy's router never does; true with preset envoy"),
+            f("hedge", Ty::Table(&HEDGE), Absent("no hedging"), "hedged calls along this edge: up to max_attempts copies sent `delay` apart, the first success wins and the others are cancelled (gRPC A6 hedgingPolicy)")
+                .rules("max_attempts = 1 on the edge (hedging replaces retrying); not preset envoy nor hedge_on_per_try_timeout; scope does not apply (one edge, one caller)"),
             f("budget", Ty::Tagged(&BUDGET), Absent("no budget"), "this edge's retry budget (the calling service as one client)"),
-            f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "this edge's circuit breaker (the calling service as one client)"),
+            f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "this edge's circuit breaker (the calling service as one client); a call it refuses fails 503 marked x-envoy-overloaded"),
         ]
     };
 }
@@ -2077,7 +2092,10 @@ pub static LAYER: Table = Table {
         .range(Range::Between(1.0, 255.0))
         .message("must be between 1 and 255 (it counts the first attempt; 1 = no retries)"),
         f("timeout", Ty::Duration, Absent("none"), "per-attempt timeout of this layer").range(POSITIVE),
-        f("retry_on", Ty::List(&Ty::StatusOrFailure), Absent("the defaults"), "outcomes this layer retries"),
+        f("route_timeout", Ty::Duration, Absent("none; 15s with preset envoy"), "Envoy's route timeout: over all tries and backoffs of a request this layer received; when it fires the try in flight is given up, no further try starts and the layer answers 504 (each try's timeout is cut to what is left)")
+            .range(POSITIVE)
+            .message("must be > 0; leave it out for no route timeout"),
+        f("retry_on", Ty::List(&Ty::RetryCondition), Absent("the defaults"), "outcomes this layer retries"),
         f(
             "backoff",
             Ty::Tagged(&BACKOFF),
@@ -2089,6 +2107,12 @@ pub static LAYER: Table = Table {
             Ty::Bool,
             Value("false"),
             "do not retry an answer that says \"overloaded; don't retry\"",
+        ),
+        f(
+            "honor_overloaded",
+            Ty::Bool,
+            Value("false"),
+            "do not retry a local overflow 503 marked x-envoy-overloaded (a breaker refusal of the layer below), as Envoy's router never does; true with preset envoy",
         ),
         f(
             "preset",

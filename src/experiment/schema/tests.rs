@@ -161,7 +161,7 @@ backoff = { kind = "exponential", base = "10ms", cap = "1s", multiplier = 3.0, i
 budget = { kind = "token-bucket", capacity = 100.0, retry_cost = 5.0, timeout_cost = 10.0, throttling_cost = 5.0, success_refund = 1.0, scope = "shared" }
 breaker = { window = 50, failure_rate = 0.5, slow_call_rate = 0.9, slow_call_duration = "200ms", minimum_calls = 20, open_for = "2s", half_open_calls = 3, scope = "client" }
 throttle = { kind = "sre", k = 2.0, window = "1m", scope = "shared" }
-layers = [{ name = "gw", max_attempts = 2, timeout = "200ms", retry_on = [503], backoff = { kind = "constant", base = "5ms" }, honor_dont_retry = true }]
+layers = [{ name = "gw", max_attempts = 2, timeout = "200ms", route_timeout = "1s", retry_on = [503, "5xx", "retriable-status-codes"], backoff = { kind = "constant", base = "5ms" }, honor_dont_retry = true, honor_overloaded = true }]
 [[strategies]]
 name = "grpc"
 backoff = { kind = "proportional-jitter", base = "10ms", cap = "1s", multiplier = 1.6, p = 0.2 }
@@ -357,9 +357,11 @@ backoff = { kind = "constant", base = "1ms" }
     let graph = "name = \"g\"\n[workload]\nkind = \"closed\"\nclients = 2\n\
         [[services]]\nname = \"api\"\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
         calls = [{ service = \"db\", count = 2, parallel = false, optional = true, preset = \"envoy\", max_attempts = 3, \
-        timeout = \"1s\", deadline = \"2s\", retry_on = [503], backoff = { kind = \"none\" }, honor_dont_retry = true, \
-        budget = { kind = \"ratio\" }, breaker = { kind = \"retry-ratio\", threshold = 0.5 } }]\n\
+        timeout = \"1s\", route_timeout = \"3s\", deadline = \"2s\", retry_on = [503, \"reset\"], backoff = { kind = \"none\" }, honor_dont_retry = true, \
+        honor_overloaded = true, budget = { kind = \"ratio\" }, breaker = { kind = \"retry-ratio\", threshold = 0.5 } }, \
+        { service = \"cache\", hedge = { max_attempts = 2, delay = \"5ms\" } }]\n\
         [[services]]\nname = \"db\"\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
+        [[services]]\nname = \"cache\"\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
         [[strategies]]\nname = \"g\"\nmax_attempts = 2\nbackoff = { kind = \"none\" }\npropagate_deadline = true\npropagate_cancellation = true\n\
         cancel_in_service = true\nhop_policy = { max_attempts = 2 }\n";
     load_str(graph, "graph.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));

@@ -1,7 +1,43 @@
 //! The rules of `hedge` (DESIGN §4.10) between keys.
 
 use super::{Check, fail};
-use crate::experiment::{ExperimentSpec, HedgePreset, ServerSpec, Strategy, WorkloadSpec};
+use crate::experiment::{ExperimentSpec, HedgePreset, HopPolicySpec, ServerSpec, Strategy, WorkloadSpec};
+
+/// A hedged edge's rules (`[[services]] calls`, `hop_policy`): a readable delay, gRPC's
+/// `maxAttempts` given, no retries besides the copies, and no hedge on the per-try timeout
+/// (Envoy's, which keeps a timed-out copy waiting: not modelled on an edge).
+pub(super) fn edge_hedge(p: &HopPolicySpec, key: &str) -> Check {
+    let Some(h) = &p.hedge else { return Ok(()) };
+    let hkey = format!("{key}.hedge");
+    if let Err(reason) = h.parsed_delay() {
+        fail(format!("{hkey}.delay"), reason)?;
+    }
+    if h.preset == Some(HedgePreset::Envoy) || h.hedge_on_per_try_timeout == Some(true) {
+        fail(
+            hkey.clone(),
+            "with Envoy's hedge on per-try timeout is not modelled on an edge (a timed-out copy kept waiting); \
+             use gRPC's hedging (max_attempts and delay) or preset = \"polly\"",
+        )?;
+    }
+    if h.preset.is_none() && h.max_attempts.is_none() {
+        fail(
+            format!("{hkey}.max_attempts"),
+            "is required without a preset (gRPC's maxAttempts has no default): set it between 2 and 5",
+        )?;
+    }
+    if p.max_attempts != 1 {
+        fail(
+            format!("{key}.max_attempts"),
+            format!(
+                "is {} with hedge: hedging replaces retrying (gRPC allows only one of retryPolicy and \
+                 hedgingPolicy per method); set max_attempts = 1 on this edge, and the copies with \
+                 hedge.max_attempts",
+                p.max_attempts
+            ),
+        )?;
+    }
+    Ok(())
+}
 
 /// A hedged strategy's rules: a readable delay, `max_attempts` given (A6 requires it) unless a
 /// preset sets it, no retries besides the copies (gRPC allows only one of retryPolicy and

@@ -14,8 +14,8 @@ use super::load::strategy_key;
 use super::spec::{
     AdaptiveConcurrencySpec, ArrivalsSpec, AutoscaleSpec, BackoffSpec, BalancerSpec, BreakerSpec, BudgetSpec,
     DiscretePoint, DistSpec, ExperimentSpec, FaultSpec, FaultStatus, InProgress, LimitSpec, NamedFailure,
-    PRIORITY_CLASSES, PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, ServerSpec, Strategy,
-    ThrottleSpec, WorkloadSpec,
+    PRIORITY_CLASSES, PolicySpec, QueueServerSpec, RateChangesSpec, RateLimitSpec, RetryGroup, RetryOnItem,
+    ServerSpec, Strategy, ThrottleSpec, WorkloadSpec,
 };
 use crate::policy::budget::WINDOW_SLICES;
 use crate::policy::deploy::plan;
@@ -652,6 +652,20 @@ fn adaptive_concurrency(a: &AdaptiveConcurrencySpec) -> Check {
     Ok(())
 }
 
+/// A retry list that names Envoy's `retriable-status-codes` must give the codes (Envoy's
+/// `retriable_status_codes`): the list's own statuses.
+fn retry_list(key: &str, items: Option<&[RetryOnItem]>) -> Check {
+    let Some(items) = items else { return Ok(()) };
+    let named = items.contains(&RetryOnItem::Group(RetryGroup::RetriableStatusCodes));
+    if named && !items.iter().any(|i| matches!(i, RetryOnItem::Status(_))) {
+        fail(
+            key,
+            "names \"retriable-status-codes\" but no status: list the codes it retries too, e.g. [\"retriable-status-codes\", 429] (Envoy's retriable_status_codes)",
+        )?;
+    }
+    Ok(())
+}
+
 fn policy(key: &str, p: &PolicySpec) -> Check {
     if p.retry_on.as_ref().is_some_and(Vec::is_empty) {
         fail(
@@ -659,6 +673,7 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
             "is empty; to never retry set max_attempts = 1, or leave retry_on out for the defaults",
         )?;
     }
+    retry_list(&format!("{key}.retry_on"), p.retry_on.as_deref())?;
     backoff(&format!("{key}.backoff"), &p.backoff)?;
     if let Some(BudgetSpec::Ratio { ttl, .. }) = &p.budget
         && !(1..=60).contains(&(ttl.as_ns() / 1_000_000_000))
@@ -705,6 +720,7 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
         if layer.retry_on.as_ref().is_some_and(Vec::is_empty) {
             fail(format!("{lk}.retry_on"), "is empty; to never retry set max_attempts = 1")?;
         }
+        retry_list(&format!("{lk}.retry_on"), layer.retry_on.as_deref())?;
         backoff(&format!("{lk}.backoff"), &layer.backoff)?;
     }
     dead_letter(key, p)?;

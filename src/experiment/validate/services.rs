@@ -55,6 +55,8 @@ pub(super) fn services(spec: &ExperimentSpec) -> Check {
                     format!("{:?} is not a service: name one of {}", c.service, names.join(", ")),
                 )?;
             }
+            super::retry_list(&format!("{ckey}.retry_on"), c.policy.retry_on.as_deref())?;
+            super::hedge::edge_hedge(&c.policy, &ckey)?;
             if s.calls[..j].iter().any(|o| o.service == c.service) {
                 fail(
                     format!("{ckey}.service"),
@@ -91,6 +93,9 @@ pub(super) fn services(spec: &ExperimentSpec) -> Check {
                 format!("{key}.{name}"),
                 "is not modelled with [[services]]: the call graph's edges are the hops; remove it",
             )?;
+        }
+        if let Some(hop) = &p.hop_policy {
+            super::hedge::edge_hedge(hop, &format!("{key}.hop_policy"))?;
         }
         if p.cancel_in_service && !p.propagate_cancellation {
             fail(

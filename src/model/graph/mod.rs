@@ -32,6 +32,20 @@
 //! `cancel_in_service` (else its own work runs to the end, wasted, and it then makes no
 //! downstream calls).
 //!
+//! **An edge's router** ([`crate::policy::route`]): with a `route_timeout`, a call along the
+//! edge fails 504 when it fires (its try in flight abandoned, no further try); a call its
+//! breaker refuses fails 503 marked overloaded (`x-envoy-overloaded`), and an edge with
+//! `honor_overloaded` does not retry an answer so marked (the failed request's answer carries
+//! its failed call's mark up, as it carries a "don't retry").
+//!
+//! **Hedging on an edge** (`hedge`, gRPC A6's hedgingPolicy, [`crate::policy::hedge`]): a call
+//! sends its first copy at once and one more every `delay` without a success, up to
+//! `max_attempts` copies; the first success wins and the other copies are cancelled (removed
+//! from their queue, stopped in service only with the hedge's `cancel_in_service`, their work
+//! after that wasted); a non-fatal failure sends the next copy at once, any other fails the
+//! call and cancels the rest. A percentile delay and the hedge budget are the edge's own (one
+//! caller). Each copy is a request along the edge (counted in its `calls`).
+//!
 //! Answers to the user's client are handed back through [`Graph::answers`]; the queue model
 //! sends them over the response hop.
 
@@ -39,15 +53,19 @@ pub mod tables;
 
 use super::queue_model::Ev;
 use super::replicas::{ReplicaParams, Replicas};
-use super::server::{Arrival, Cancelled, Reply, Request, Server, ServerParams, workers::Next};
+use super::server::{
+    Arrival, Cancelled, Reply, Request, RetryAfterCode, Server, ServerParams, workers::Next,
+};
 use crate::engine::rng::{Stream, derive, stream};
 use crate::engine::{EventQueue, Instant, Scheduler, Span};
 use crate::metrics::RunRecorder;
 use crate::metrics::graph::{EdgeCounts, GraphCounts, ServiceCounts};
 use crate::policy::gate::{Admit, CostClass, Gate, GateParams};
+use crate::policy::hedge::{AfterAnswer, HedgeParams, HedgeScope};
+use crate::policy::route::{self, ROUTE_TIMEOUT_STATUS, Route};
 use crate::policy::{Decision, FailedAttempt, Outcome, RetryPolicy};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use tables::{Call, Caller, NO_EDGE, Phase, Slots, Ticket};
+use tables::{Call, Caller, HedgeCopy, NO_EDGE, Phase, Slots, Ticket};
 
 /// One edge: the callee and the caller's client policy for it.
 #[derive(Clone, Debug)]
@@ -63,7 +81,18 @@ pub struct EdgeParams {
     pub retry: RetryPolicy,
     /// The edge's budget and breaker, as one client.
     pub gate: GateParams,
+    /// Its route timeout and whether it honours `x-envoy-overloaded`.
+    pub route: Route,
+    /// Hedged calls (replacing retries: its `retry.max_attempts` is 1).
+    pub hedge: Option<HedgeParams>,
 }
+
+/// A call's failure when its edge's breaker refuses it: a local 503 marked overloaded.
+const LOCAL_REFUSAL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::OVERLOADED };
+
+/// A call's failure when its edge's route timeout fires.
+const ROUTE_TIMEOUT: Reply =
+    Reply { outcome: Outcome::Status(ROUTE_TIMEOUT_STATUS), retry_after: RetryAfterCode::NONE };
 
 /// One service: its server (replica 0), its other replicas, and the edges it calls.
 #[derive(Clone, Debug)]
@@ -92,6 +121,8 @@ struct Service {
 struct Edge {
     p: EdgeParams,
     gate: Gate,
+    /// A hedged edge's latency window and hedge budget.
+    hedging: Option<HedgeScope>,
 }
 
 /// The graph's state in one run.
@@ -134,7 +165,8 @@ impl Graph {
                 } else {
                     Gate::new(&e.gate, 1, stream(derive(run_seed, edges.len() as u64), Stream::Graph))
                 };
-                edges.push(Edge { p: e, gate });
+                let hedging = e.hedge.as_ref().map(HedgeScope::new);
+                edges.push(Edge { p: e, gate, hedging });
                 counts.edges.push(EdgeCounts::default());
             }
             services.push(Service {
@@ -471,20 +503,34 @@ impl Graph {
     fn open_ticket<Q: EventQueue<Ev>>(&mut self, c: u32, e: u32, s: &mut Scheduler<Ev, Q>) {
         let backoff = self.edges[e as usize].p.retry.backoff.initial_state();
         let now = s.now();
-        let t = self.tickets.take(|old| Ticket {
-            generation: old.map_or(0, |t| t.generation.wrapping_add(1)),
-            live: true,
-            parent: c,
-            edge: e,
-            attempts: 0,
-            k: 0,
-            waiting: false,
-            first_sent: now,
-            sent_at: now,
-            current: None,
-            backoff,
-            last_cost: CostClass::NONE,
+        let route_ends = self.edges[e as usize].p.route.ends(now);
+        let t = self.tickets.take(|old| {
+            let (generation, copies) = match old {
+                Some(o) => (o.generation.wrapping_add(1), std::mem::take(&mut o.copies)),
+                None => (0, Vec::new()),
+            };
+            Ticket {
+                generation,
+                live: true,
+                parent: c,
+                edge: e,
+                attempts: 0,
+                k: 0,
+                waiting: false,
+                first_sent: now,
+                sent_at: now,
+                route_ends,
+                current: None,
+                backoff,
+                last_cost: CostClass::NONE,
+                copies,
+                timer: 0,
+                last_failure: None,
+            }
         });
+        if let Some(h) = &mut self.edges[e as usize].hedging {
+            h.call_started();
+        }
         self.calls.get_mut(c).tickets.push(t);
         let gate = &mut self.edges[e as usize].gate;
         if !gate.is_empty() {
@@ -494,11 +540,13 @@ impl Graph {
     }
 
     /// Ticket `t` (generation `generation`) sends its next attempt, if its controls and its
-    /// deadline let it.
+    /// deadline let it; on a hedged edge, its next copy, on hedge timer `timer` (a timer it
+    /// has since replaced is stale).
     pub fn send<Q: EventQueue<Ev>>(
         &mut self,
         t: u32,
         generation: u32,
+        timer: u32,
         s: &mut Scheduler<Ev, Q>,
         rec: &mut RunRecorder,
     ) {
@@ -508,14 +556,38 @@ impl Graph {
         }
         let now = s.now();
         let (e, parent) = (tk.edge, tk.parent);
+        let hedge = self.edges[e as usize].p.hedge;
+        if let Some(h) = hedge {
+            if timer != tk.timer || tk.attempts >= h.max_attempts {
+                return;
+            }
+            // A hedge (not the first copy) takes a token from the edge's hedge budget.
+            if tk.attempts > 0 && !self.edges[e as usize].hedging.as_mut().is_some_and(HedgeScope::take_token)
+            {
+                self.tickets.get_mut(t).attempts += 1;
+                self.next_copy_on_timer(t, now, s);
+                return self.settle_hedge(t, s, rec);
+            }
+        }
+        if now >= tk.route_ends {
+            // The route timed out during the backoff: no further try.
+            self.end_ticket(t, false, ROUTE_TIMEOUT, s, rec);
+            return self.settle(s, rec);
+        }
         let edge = &mut self.edges[e as usize];
         if !edge.gate.is_empty() {
             match edge.gate.admit(0, now, tk.attempts + 1, false) {
                 Admit::Send => {}
                 Admit::Wait(wait) => return s.schedule_in(wait, Ev::graph_send(t, generation)),
+                Admit::Refuse(_) if hedge.is_some() => {
+                    let tk = self.tickets.get_mut(t);
+                    tk.attempts += 1;
+                    tk.last_failure = Some(LOCAL_REFUSAL);
+                    self.next_copy_on_timer(t, now, s);
+                    return self.settle_hedge(t, s, rec);
+                }
                 Admit::Refuse(_) => {
-                    let reply = Reply::of(Outcome::Status(503));
-                    self.end_ticket(t, false, reply, s, rec);
+                    self.end_ticket(t, false, LOCAL_REFUSAL, s, rec);
                     return self.settle(s, rec);
                 }
             }
@@ -532,7 +604,7 @@ impl Graph {
         tk.attempts += 1;
         tk.waiting = true;
         tk.sent_at = now;
-        let own = policy.gives_up_at(tk.first_sent, now);
+        let own = policy.gives_up_at(tk.first_sent, now).min(tk.route_ends);
         let gives_up_at = if self.deadline { own.min(parent_deadline) } else { own };
         let attempt = tk.attempts;
         if !gives_up_at.is_never() {
@@ -542,9 +614,80 @@ impl Graph {
         let to = self.edges[e as usize].p.to;
         let caller = Caller::Edge { ticket: t, generation, attempt };
         let d = self.open_call(to, e, caller, deadline, gives_up_at, abandoned_at);
-        self.tickets.get_mut(t).current = Some((d, self.calls.get(d).generation));
+        let call = (d, self.calls.get(d).generation);
+        if hedge.is_some() {
+            let copy = HedgeCopy { call: call.0, generation: call.1, attempt, sent: now };
+            self.tickets.get_mut(t).copies.push(copy);
+            self.next_copy_on_timer(t, now, s);
+        } else {
+            self.tickets.get_mut(t).current = Some(call);
+        }
         self.arrive(d, s, rec);
         self.settle(s, rec);
+    }
+
+    /// Hedged ticket `t` sent (or was refused) a copy at `now`: its next copy goes out after
+    /// the hedging delay, unless its copies are used up or the delay is not known yet (a
+    /// percentile without enough samples).
+    fn next_copy_on_timer<Q: EventQueue<Ev>>(&mut self, t: u32, now: Instant, s: &mut Scheduler<Ev, Q>) {
+        let tk = self.tickets.get_mut(t);
+        let edge = &mut self.edges[tk.edge as usize];
+        let (Some(h), Some(scope)) = (&edge.p.hedge, &mut edge.hedging) else { return };
+        if tk.attempts >= h.max_attempts {
+            return;
+        }
+        if let Some(delay) = scope.delay(h, now) {
+            tk.timer = tk.timer.wrapping_add(1);
+            s.schedule_in(delay, Ev::graph_hedge(t, tk.generation, tk.timer));
+        }
+    }
+
+    /// Hedged ticket `t`'s copy was not sent (its budget or its breaker refused it): with no
+    /// copy out, the call fails with its last failure.
+    fn settle_hedge<Q: EventQueue<Ev>>(&mut self, t: u32, s: &mut Scheduler<Ev, Q>, rec: &mut RunRecorder) {
+        let tk = self.tickets.get(t);
+        if tk.copies.is_empty() {
+            let reply = tk.last_failure.unwrap_or(LOCAL_REFUSAL);
+            self.end_ticket(t, false, reply, s, rec);
+        }
+        self.settle(s, rec);
+    }
+
+    /// Copy `attempt` of hedged ticket `t` ended (answered, or its timeout): it is no longer
+    /// out; its send time, if it was.
+    fn take_copy(&mut self, t: u32, attempt: u32) -> Option<HedgeCopy> {
+        let copies = &mut self.tickets.get_mut(t).copies;
+        let i = copies.iter().position(|c| c.attempt == attempt)?;
+        Some(copies.swap_remove(i))
+    }
+
+    /// Copy `copy` of hedged ticket `t` failed with `reply` at `now` (gRPC A6): a fatal
+    /// failure fails the call (the other copies are cancelled); a non-fatal one sends the
+    /// next copy at once, or, with none left to send and none out, fails the call.
+    fn copy_failed<Q: EventQueue<Ev>>(
+        &mut self,
+        t: u32,
+        copy: HedgeCopy,
+        reply: Reply,
+        s: &mut Scheduler<Ev, Q>,
+        rec: &mut RunRecorder,
+    ) {
+        let now = s.now();
+        self.tell_gate_of(t, copy.attempt, reply.outcome, copy.sent, now);
+        let tk = self.tickets.get_mut(t);
+        let h = self.edges[tk.edge as usize].p.hedge.expect("a hedged edge");
+        match h.after_answer(reply.outcome, None) {
+            AfterAnswer::NonFatal { .. } => {
+                tk.last_failure = Some(reply);
+                if tk.attempts < h.max_attempts {
+                    tk.timer = tk.timer.wrapping_add(1);
+                    s.schedule_in(Span::ZERO, Ev::graph_hedge(t, tk.generation, tk.timer));
+                } else if tk.copies.is_empty() {
+                    self.end_ticket(t, false, reply, s, rec);
+                }
+            }
+            AfterAnswer::Fatal | AfterAnswer::Won => self.end_ticket(t, false, reply, s, rec),
+        }
     }
 
     /// Ticket `t` stops waiting for its attempt `attempt` (its timeout).
@@ -557,15 +700,38 @@ impl Graph {
         rec: &mut RunRecorder,
     ) {
         let tk = self.tickets.get(t);
-        if !tk.live || tk.generation != generation || !tk.waiting || tk.attempts != attempt {
+        if !tk.live || tk.generation != generation {
             return;
         }
+        if self.edges[tk.edge as usize].p.hedge.is_some() {
+            let route_ends = tk.route_ends;
+            let Some(copy) = self.take_copy(t, attempt) else { return };
+            if self.alive(copy.call, copy.generation) {
+                self.abandon(copy.call, s.now(), rec);
+            }
+            if s.now() >= route_ends {
+                self.tell_gate_of(t, attempt, Outcome::Timeout, copy.sent, s.now());
+                self.end_ticket(t, false, ROUTE_TIMEOUT, s, rec);
+            } else {
+                self.copy_failed(t, copy, Reply::of(Outcome::Timeout), s, rec);
+            }
+            return self.settle(s, rec);
+        }
+        if !tk.waiting || tk.attempts != attempt {
+            return;
+        }
+        let route_ends = tk.route_ends;
         if let Some((d, dgen)) = tk.current
             && self.alive(d, dgen)
         {
             self.abandon(d, s.now(), rec);
         }
-        self.failed(t, Reply::of(Outcome::Timeout), s, rec);
+        if s.now() >= route_ends {
+            self.tell_gate(t, Outcome::Timeout, s.now());
+            self.end_ticket(t, false, ROUTE_TIMEOUT, s, rec);
+        } else {
+            self.failed(t, Reply::of(Outcome::Timeout), s, rec);
+        }
         self.settle(s, rec);
     }
 
@@ -580,7 +746,23 @@ impl Graph {
         rec: &mut RunRecorder,
     ) {
         let tk = self.tickets.get(t);
-        if !tk.live || tk.generation != generation || !tk.waiting || tk.attempts != attempt {
+        if !tk.live || tk.generation != generation {
+            return;
+        }
+        let e = tk.edge as usize;
+        if self.edges[e].p.hedge.is_some() {
+            let Some(copy) = self.take_copy(t, attempt) else { return };
+            let now = s.now();
+            if let Some(scope) = &mut self.edges[e].hedging {
+                scope.answered(now, now.since(copy.sent));
+            }
+            if reply.outcome == Outcome::Success {
+                self.tell_gate_of(t, attempt, reply.outcome, copy.sent, now);
+                return self.end_ticket(t, true, reply, s, rec);
+            }
+            return self.copy_failed(t, copy, reply, s, rec);
+        }
+        if !tk.waiting || tk.attempts != attempt {
             return;
         }
         if reply.outcome == Outcome::Success {
@@ -594,8 +776,14 @@ impl Graph {
     /// The edge's controls learn the outcome of ticket `t`'s current attempt.
     fn tell_gate(&mut self, t: u32, outcome: Outcome, now: Instant) {
         let tk = self.tickets.get(t);
-        let edge = &mut self.edges[tk.edge as usize];
-        edge.gate.hop_answered(&edge.p.retry, tk.attempts, outcome, tk.sent_at, now);
+        self.tell_gate_of(t, tk.attempts, outcome, tk.sent_at, now);
+    }
+
+    /// The edge's controls learn the outcome of ticket `t`'s attempt (or copy) `attempt`,
+    /// sent at `sent`.
+    fn tell_gate_of(&mut self, t: u32, attempt: u32, outcome: Outcome, sent: Instant, now: Instant) {
+        let edge = &mut self.edges[self.tickets.get(t).edge as usize];
+        edge.gate.hop_answered(&edge.p.retry, attempt, outcome, sent, now);
     }
 
     /// Ticket `t`'s attempt failed with `reply`: retry after the backoff, or end failed.
@@ -612,6 +800,9 @@ impl Graph {
         tk.waiting = false;
         tk.current = None;
         let edge = &mut self.edges[tk.edge as usize];
+        if edge.p.route.stops_on(reply.retry_after.is_overloaded()) {
+            return self.end_ticket(t, false, reply, s, rec);
+        }
         let failed = FailedAttempt {
             outcome: reply.outcome,
             attempt: tk.attempts,
@@ -624,7 +815,8 @@ impl Graph {
         match edge.gate.hop_decision(&policy, &failed, &mut tk.backoff, &mut tk.last_cost, &mut self.rng) {
             Decision::Retry { delay, reset_backoff } => {
                 tk.k = if reset_backoff { 0 } else { tk.k + 1 };
-                s.schedule_in(delay, Ev::graph_send(t, tk.generation));
+                // A backoff past the route's end ends there: the send then fails the call 504.
+                s.schedule_at(route::retry_at(now, delay, tk.route_ends), Ev::graph_send(t, tk.generation));
             }
             Decision::Stop(_) => self.end_ticket(t, false, reply, s, rec),
         }
@@ -644,6 +836,19 @@ impl Graph {
             let tk = self.tickets.get(t);
             (tk.edge, tk.parent, tk.last_cost)
         };
+        if !self.tickets.get(t).copies.is_empty() {
+            // The call is decided: its other copies are cancelled (gRPC A6).
+            let in_service = self.edges[e as usize].p.hedge.is_some_and(|h| h.cancel_in_service);
+            let now = s.now();
+            for copy in std::mem::take(&mut self.tickets.get_mut(t).copies) {
+                if self.alive(copy.call, copy.generation) {
+                    self.abandon(copy.call, now, rec);
+                }
+                if self.alive(copy.call, copy.generation) {
+                    self.cancel_call_in(copy.call, now, in_service, rec);
+                }
+            }
+        }
         let counts = &mut self.counts.edges[e as usize];
         counts.ended += 1;
         counts.succeeded += ok as u64;
@@ -702,11 +907,17 @@ impl Graph {
     fn stop_tickets(&mut self, c: u32, now: Instant, rec: &mut RunRecorder) {
         while let Some(&t) = self.calls.get(c).tickets.last() {
             let current = self.tickets.get(t).current;
+            let copies = std::mem::take(&mut self.tickets.get_mut(t).copies);
             self.free_ticket(t, false, CostClass::NONE);
             if let Some((d, dgen)) = current
                 && self.alive(d, dgen)
             {
                 self.abandon(d, now, rec);
+            }
+            for copy in copies {
+                if self.alive(copy.call, copy.generation) {
+                    self.abandon(copy.call, now, rec);
+                }
             }
         }
     }
@@ -780,6 +991,13 @@ impl Graph {
             {
                 self.abandon(d, now, rec);
             }
+            let copies: Vec<(u32, u32)> =
+                self.tickets.get(t).copies.iter().map(|c| (c.call, c.generation)).collect();
+            for (d, dgen) in copies {
+                if self.alive(d, dgen) {
+                    self.abandon(d, now, rec);
+                }
+            }
         }
         if self.cancel {
             self.cancel_call(c, now, rec);
@@ -790,6 +1008,11 @@ impl Graph {
     /// (cancelled in turn); stopped in service only with `cancel_in_service`. Its caller
     /// gave up on it: no answer goes up.
     fn cancel_call(&mut self, c: u32, now: Instant, rec: &mut RunRecorder) {
+        self.cancel_call_in(c, now, self.cancel_in_service, rec)
+    }
+
+    /// [`Graph::cancel_call`], stopping it in service when `in_service`.
+    fn cancel_call_in(&mut self, c: u32, now: Instant, in_service: bool, rec: &mut RunRecorder) {
         let call = self.calls.get(c);
         let (svc, r, generation, phase) = (call.service, call.replica, call.generation, call.phase);
         match phase {
@@ -801,7 +1024,7 @@ impl Graph {
             },
             Phase::Delayed => {}
             Phase::Serving => {
-                if !self.cancel_in_service {
+                if !in_service {
                     return;
                 }
                 let (abandoned_at, edge) = (call.abandoned_at, call.edge);

@@ -3,6 +3,7 @@
 //! slot's generation changes when it is freed, so that an event or an answer naming an
 //! earlier occupant is recognised as stale and ignored.
 
+use super::super::server::Reply;
 use crate::engine::Instant;
 use crate::policy::BackoffState;
 use crate::policy::gate::CostClass;
@@ -81,10 +82,28 @@ pub struct Ticket {
     /// current one.
     pub first_sent: Instant,
     pub sent_at: Instant,
+    /// When the edge's route timeout fails the call ([`Instant::NEVER`]: no route timeout).
+    pub route_ends: Instant,
     /// The request of the current attempt: (call slot, its generation).
     pub current: Option<(u32, u32)>,
     pub backoff: BackoffState,
     pub last_cost: CostClass,
+    /// A hedged edge's copies out.
+    pub copies: Vec<HedgeCopy>,
+    /// The valid hedge timer: a pending timer with another number is stale.
+    pub timer: u32,
+    /// A hedged call's last non-fatal failure (what it fails with when no copy is left).
+    pub last_failure: Option<Reply>,
+}
+
+/// One copy of a hedged call, out: its request (call slot, generation), its attempt number,
+/// and when it was sent.
+#[derive(Clone, Copy, Debug)]
+pub struct HedgeCopy {
+    pub call: u32,
+    pub generation: u32,
+    pub attempt: u32,
+    pub sent: Instant,
 }
 
 /// A table of reusable slots.

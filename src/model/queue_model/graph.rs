@@ -63,7 +63,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         let rec = &mut self.rec;
         match kind {
             Kind::GraphDone => g.done(a, b, c as u32, s, rec),
-            Kind::GraphSend => g.send(a, b, s, rec),
+            Kind::GraphSend => g.send(a, b, c as u32, s, rec),
             Kind::GraphTimeout => g.timed_out(a, b, c as u32, s, rec),
             Kind::GraphReleased => g.released(a, b, s, rec),
             Kind::GraphCapacity => g.capacity_restored(a, s, rec),

@@ -52,18 +52,22 @@ use overload::{Overload, OverloadParams};
 use rate_limit::{RateLimit, RateLimitParams};
 use workers::{Next, Placed, Workers};
 
-/// A Retry-After as an answer carries it, packed in 4 bytes so that events stay small: none,
-/// "don't retry", or a delay in whole milliseconds, rounded up (up to about 49 days).
+/// What an answer's headers say about retrying it, packed in 4 bytes so that events stay
+/// small: nothing, "don't retry", a Retry-After delay in whole milliseconds, rounded up (up
+/// to about 49 days), or a proxy's local overflow (`x-envoy-overloaded`, which carries no
+/// Retry-After: [`crate::policy::route`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetryAfterCode(u32);
 
 impl RetryAfterCode {
     pub const NONE: RetryAfterCode = RetryAfterCode(0);
     pub const DONT_RETRY: RetryAfterCode = RetryAfterCode(u32::MAX);
+    /// A proxy's own overflow answer: `x-envoy-overloaded: true`, no Retry-After.
+    pub const OVERLOADED: RetryAfterCode = RetryAfterCode(u32::MAX - 1);
 
     /// "Retry after `span`", rounded up to the millisecond.
     pub fn after(span: Span) -> RetryAfterCode {
-        let ms = span.as_ns().div_ceil(1_000_000).min(u32::MAX as u64 - 2);
+        let ms = span.as_ns().div_ceil(1_000_000).min(u32::MAX as u64 - 3);
         RetryAfterCode(ms as u32 + 1)
     }
 
@@ -71,8 +75,15 @@ impl RetryAfterCode {
         match self.0 {
             0 => None,
             u32::MAX => Some(RetryAfter::DontRetry),
+            v if v == Self::OVERLOADED.0 => None,
             v => Some(RetryAfter::After(Span::from_millis(v as u64 - 1))),
         }
+    }
+
+    /// Whether the answer is marked `x-envoy-overloaded`.
+    #[inline]
+    pub fn is_overloaded(self) -> bool {
+        self == Self::OVERLOADED
     }
 }
 
