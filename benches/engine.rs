@@ -130,6 +130,14 @@ fn herds(c: &mut Criterion) {
     one_run::<Heap>(c, "herd_1m", "heap", &million, 10);
 }
 
+/// The call graph's speed target (issue 25: at least 3 M events/s per thread): 5 services of
+/// 10 replicas each at 10,000 user requests/s, every hop retrying (`benches/graph-5x10.toml`).
+fn graph_5x10(c: &mut Criterion) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/graph-5x10.toml");
+    let exp = experiment::load(&file, &Overrides::default()).expect("the bench's experiment is valid");
+    one_run::<Calendar>(c, "graph_5x10", "calendar", &exp, 20);
+}
+
 /// The engine alone on the 10k herd's event-queue traffic (run 0's calls, recorded once and
 /// replayed without the model, `trace/mod.rs`): on one calendar queue reused across runs
 /// (`Scheduler::reset`, how a worker thread can run its replications), on a new calendar
@@ -221,6 +229,7 @@ criterion_group!(
     event_queues,
     backoff_draws,
     herds,
+    graph_5x10,
     herd_engine,
     occ_study,
     sweep_threads,

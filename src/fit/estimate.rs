@@ -171,6 +171,13 @@ impl FitReport {
     pub fn best(&self) -> &KindFit {
         &self.fits[0]
     }
+
+    /// The next best kind that a log can tell from an immediate retry (the kinds that read as
+    /// `none` are the best one's equals when it is `none`, and never its rivals); `None` when
+    /// every other kind reads as `none`.
+    pub fn runner_up(&self) -> Option<&KindFit> {
+        self.fits.get(1..)?.iter().find(|f| !f.within_overhead)
+    }
 }
 
 /// A log-likelihood or BIC as an integer in thousandths, so that two modes that explain the
@@ -239,8 +246,10 @@ pub fn fit(log: &AttemptLog, path: &Path) -> Result<FitReport, FitError> {
         Verdict::TooFewDelays { delays }
     } else if ks_p < KS_REJECT {
         Verdict::NoKindFits { p_value: ks_p }
-    } else if fits[1].bic - fits[0].bic < BIC_DECISIVE {
-        Verdict::Tie { first: fits[0].kind, second: fits[1].kind, delta_bic: fits[1].bic - fits[0].bic }
+    } else if let Some(second) =
+        fits[1..].iter().find(|f| !f.within_overhead).filter(|f| f.bic - fits[0].bic < BIC_DECISIVE)
+    {
+        Verdict::Tie { first: fits[0].kind, second: second.kind, delta_bic: second.bic - fits[0].bic }
     } else {
         Verdict::Decided
     };
@@ -368,7 +377,9 @@ fn params_of(kind: Kind, x: &[f64], sigma_floor_s: f64) -> Params {
         _ => 0.0,
     };
     let logistic = |v: f64| 1.0 / (1.0 + (-v).exp());
-    let offset_s = OVERHEAD_MAX_S * logistic(it.next().expect("offset"));
+    // A constant's base and the overhead's offset only show as their sum: the base takes it.
+    let offset_s =
+        if kind.fits_offset() { OVERHEAD_MAX_S * logistic(it.next().expect("offset")) } else { 0.0 };
     let tail_s = TAIL_FLOOR_S + OVERHEAD_MAX_S * logistic(it.next().expect("tail"));
     Params { base_s, cap_s, multiplier, extra, noise: Noise { offset_s, sigma_s, tail_s } }
 }
@@ -459,7 +470,10 @@ fn starts(kind: Kind, samples: &[Sample]) -> Vec<Vec<f64>> {
                 _ => {}
             }
             // The overhead's offset and tail at 1 % of their bound (0.1 ms).
-            x.extend([OVERHEAD_START, OVERHEAD_START]);
+            if kind.fits_offset() {
+                x.push(OVERHEAD_START);
+            }
+            x.push(OVERHEAD_START);
             x
         })
         .collect()

@@ -50,13 +50,19 @@ impl Noise {
         Noise { offset_s: 0.0, sigma_s, tail_s: 0.0 }
     }
 
+    /// Whether the exponential part is below a hundred-millionth of the normal's (or absent):
+    /// then the noise is the normal, computed as such.
+    fn is_normal(&self) -> bool {
+        let s = self.sigma_s / self.tail_s;
+        s.is_nan() || s >= 1e8
+    }
+
     /// The density at `y` (seconds after the backoff's delay).
     pub fn density(&self, y: f64) -> f64 {
         let (sigma, tail) = (self.sigma_s, self.tail_s);
         let u = (y - self.offset_s) / sigma;
         let s = sigma / tail;
-        if !(s < 1e8) {
-            // The exponential part is below a hundred-millionth of the normal's: the normal.
+        if self.is_normal() {
             return (-0.5 * u * u).exp() / (sigma * (2.0 * PI).sqrt());
         }
         let t = s - u;
@@ -75,7 +81,7 @@ impl Noise {
     /// The CDF at `y`.
     pub fn cdf(&self, y: f64) -> f64 {
         let u = (y - self.offset_s) / self.sigma_s;
-        if !(self.sigma_s / self.tail_s < 1e8) {
+        if self.is_normal() {
             return normal_cdf(u);
         }
         (normal_cdf(u) - self.tail_s * self.density(y)).clamp(0.0, 1.0)
@@ -84,7 +90,7 @@ impl Noise {
     /// `1 - cdf(y)`, keeping its digits where the CDF is near 1.
     fn survival(&self, y: f64) -> f64 {
         let u = (y - self.offset_s) / self.sigma_s;
-        if !(self.sigma_s / self.tail_s < 1e8) {
+        if self.is_normal() {
             return normal_cdf(-u);
         }
         (normal_cdf(-u) + self.tail_s * self.density(y)).clamp(0.0, 1.0)
@@ -95,13 +101,13 @@ impl Noise {
     fn cdf_integral(&self, y: f64) -> f64 {
         let u = (y - self.offset_s) / self.sigma_s;
         let normal = self.sigma_s * (u * normal_cdf(u) + (-0.5 * u * u).exp() / (2.0 * PI).sqrt());
-        if !(self.sigma_s / self.tail_s < 1e8) { normal } else { normal - self.tail_s * self.cdf(y) }
+        if self.is_normal() { normal } else { normal - self.tail_s * self.cdf(y) }
     }
 
-    /// The largest share of a delay below which it still counts as on a point: the normal
-    /// part's 8 standard deviations below, and up to [`OVERHEAD_MAX_S`] plus those above.
+    /// Where a delay counts as on a point, relative to the point: from the offset less 8 of the
+    /// normal part's standard deviations to the offset plus [`OVERHEAD_MAX_S`] and those 8.
     fn window(&self) -> (f64, f64) {
-        (-8.0 * self.sigma_s, OVERHEAD_MAX_S.max(self.offset_s) + 8.0 * self.sigma_s)
+        (self.offset_s - 8.0 * self.sigma_s, self.offset_s + OVERHEAD_MAX_S + 8.0 * self.sigma_s)
     }
 }
 
@@ -223,9 +229,16 @@ impl Kind {
         }
     }
 
-    /// The number of free parameters, the noise's three included (for the BIC).
+    /// Whether the overhead's constant part is fitted: not for `constant`, whose base and that
+    /// offset only show as their sum (the base takes it).
+    pub fn fits_offset(self) -> bool {
+        self != Kind::Constant
+    }
+
+    /// The number of free parameters, the noise's included (for the BIC).
     pub fn parameters(self) -> usize {
-        3 + usize::from(self != Kind::None)
+        2 + usize::from(self.fits_offset())
+            + usize::from(self != Kind::None)
             + usize::from(self.has_cap())
             + usize::from(self.has_multiplier())
             + usize::from(self.extra().is_some())
@@ -550,7 +563,7 @@ mod tests {
     #[test]
     fn parameter_counts() {
         assert_eq!(Kind::None.parameters(), 3);
-        assert_eq!(Kind::Constant.parameters(), 4);
+        assert_eq!(Kind::Constant.parameters(), 3);
         assert_eq!(Kind::FullJitter.parameters(), 6);
         assert_eq!(Kind::AdditiveJitter.parameters(), 7);
     }

@@ -183,13 +183,16 @@ pub fn render(r: &FitReport, source: &str, name: &str) -> String {
     let _ = writeln!(s);
     match &r.verdict {
         Verdict::Decided => {
-            let _ = writeln!(
-                s,
-                "best: {} (dBIC {:.1} to {})",
-                r.best().kind.label(),
-                r.fits[1].bic - r.fits[0].bic,
-                r.fits[1].kind.label()
-            );
+            let _ = match r.runner_up() {
+                Some(second) => writeln!(
+                    s,
+                    "best: {} (dBIC {:.1} to {})",
+                    r.best().kind.label(),
+                    second.bic - r.fits[0].bic,
+                    second.kind.label()
+                ),
+                None => writeln!(s, "best: {} (every other kind reads as none)", r.best().kind.label()),
+            };
             let _ = writeln!(s);
             s.push_str(&block(r, name));
         }

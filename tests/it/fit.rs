@@ -273,3 +273,49 @@ fn retries_sent_before_the_answer_are_left_out() {
     assert_eq!((r.delays, r.overlapping), (0, 100));
     assert_eq!(r.verdict, Verdict::TooFewDelays { delays: 0 });
 }
+
+/// A log whose every retry comes `backoff_s` plus a client's own skewed time to send again
+/// after the answer: 0.3 ms, plus an exponential of mean 1.5 ms, plus 5 % of sends that take
+/// another 2-10 ms (a reconnect), as the real libraries' logs show.
+fn log_with_overhead(backoff_s: f64, ops: usize, seed: u64) -> String {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut out = String::from("time,op,status,took\n");
+    for op in 0..ops {
+        let mut t = op as f64 * 30.0;
+        for k in 1..=4 {
+            let took = 0.001 + 0.004 * u01(&mut rng);
+            let _ = writeln!(out, "{t:.9},op-{op},503,{took:.9}");
+            if k < 4 {
+                let mut overhead = 0.0003 - 0.0015 * (1.0 - u01(&mut rng)).ln();
+                if u01(&mut rng) < 0.05 {
+                    overhead += 0.002 + 0.008 * u01(&mut rng);
+                }
+                t += took + backoff_s + overhead;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_client_overhead_reads_as_an_immediate_retry_and_leaves_a_constant_its_own() {
+    let csv = |s: &str| {
+        let cols = Columns::plain().with("duration=took").unwrap();
+        let l = read_from(s.as_bytes(), Path::new("overhead.csv"), &cols, Units::SECONDS).unwrap();
+        fit(&l, Path::new("overhead.csv")).unwrap()
+    };
+    // Immediate retries: 900 delays of pure overhead (median about 1.4 ms) are `none`, decided.
+    let r = csv(&log_with_overhead(0.0, 300, 7));
+    assert_eq!((r.best().kind, &r.verdict), (Kind::None, &Verdict::Decided), "{:?}", r.fits[..3].to_vec());
+    // A constant 200 ms backoff with the same overhead stays `constant`, its base within 10 %
+    // (the overhead's offset and the base share their sum: the base is the delay less the
+    // overhead's constant part).
+    let r = csv(&log_with_overhead(0.2, 300, 8));
+    assert_eq!(
+        (r.best().kind, &r.verdict),
+        (Kind::Constant, &Verdict::Decided),
+        "{:?}",
+        r.fits[..3].to_vec()
+    );
+    assert!((r.best().params.base_s - 0.2).abs() <= 0.02, "{:?}", r.best().params);
+}
