@@ -244,32 +244,37 @@ pub fn idempotency_keys(s: &Strategy) -> KeyMode {
     }
 }
 
-/// `retry_on`, or DESIGN §3.5's defaults when absent. Envoy's groups retry these outcomes
-/// (Envoy's `RetryPolicyImpl::wouldRetryFromHeaders` / `wouldRetryFromReset`): a timeout is a
-/// per-try timeout, which Envoy resets (a local reset), and a connection error a connection
-/// failure, which are retried under `5xx`, `gateway-error` and `reset`; `connect-failure`
-/// retries connection failures only; `retriable-4xx` is 409; `retriable-status-codes` the
-/// list's own statuses, which every list retries anyway.
+/// `retry_on`, or DESIGN §3.5's defaults when absent; a group retries
+/// [`group_outcomes`].
 pub fn retry_on(items: Option<&[RetryOnItem]>) -> RetryOn {
     let Some(items) = items else { return RetryOn::default() };
-    const RESETS: [Outcome; 2] = [Outcome::Timeout, Outcome::ConnectionError];
     RetryOn::of(items.iter().flat_map(|item| -> Vec<Outcome> {
         match *item {
             RetryOnItem::Status(s) => vec![Outcome::Status(s)],
             RetryOnItem::Named(NamedFailure::Timeout) => vec![Outcome::Timeout],
             RetryOnItem::Named(NamedFailure::ConnectionError) => vec![Outcome::ConnectionError],
-            RetryOnItem::Group(RetryGroup::FiveXx) => {
-                (500..=599).map(Outcome::Status).chain(RESETS).collect()
-            }
-            RetryOnItem::Group(RetryGroup::GatewayError) => {
-                [502, 503, 504].map(Outcome::Status).into_iter().chain(RESETS).collect()
-            }
-            RetryOnItem::Group(RetryGroup::Reset) => RESETS.to_vec(),
-            RetryOnItem::Group(RetryGroup::ConnectFailure) => vec![Outcome::ConnectionError],
-            RetryOnItem::Group(RetryGroup::Retriable4xx) => vec![Outcome::Status(409)],
-            RetryOnItem::Group(RetryGroup::RetriableStatusCodes) => Vec::new(),
+            RetryOnItem::Group(g) => group_outcomes(g),
         }
     }))
+}
+
+/// The outcomes an Envoy `retry_on` group retries (Envoy's
+/// `RetryPolicyImpl::wouldRetryFromHeaders` / `wouldRetryFromReset`): a timeout is a per-try
+/// timeout, which Envoy resets (a local reset), and a connection error a connection failure,
+/// which are retried under `5xx`, `gateway-error` and `reset`; `connect-failure` retries
+/// connection failures only; `retriable-4xx` is 409; `retriable-status-codes` the list's own
+/// statuses (none of its own). The one home of this mapping: `retry_on` lists and the Envoy
+/// importer (`interop::envoy`) both expand groups here.
+pub fn group_outcomes(group: RetryGroup) -> Vec<Outcome> {
+    const RESETS: [Outcome; 2] = [Outcome::Timeout, Outcome::ConnectionError];
+    match group {
+        RetryGroup::FiveXx => (500..=599).map(Outcome::Status).chain(RESETS).collect(),
+        RetryGroup::GatewayError => [502, 503, 504].map(Outcome::Status).into_iter().chain(RESETS).collect(),
+        RetryGroup::Reset => RESETS.to_vec(),
+        RetryGroup::ConnectFailure => vec![Outcome::ConnectionError],
+        RetryGroup::Retriable4xx => vec![Outcome::Status(409)],
+        RetryGroup::RetriableStatusCodes => Vec::new(),
+    }
 }
 
 /// A backoff with its durations in nanoseconds; no cap is [`MAX_DELAY_NS`].

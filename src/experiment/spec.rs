@@ -748,6 +748,35 @@ pub enum RetryGroup {
     RetriableStatusCodes,
 }
 
+impl RetryGroup {
+    /// Every group with its name in Envoy's `retry_on` (and in a retry list); `refused-stream`
+    /// is not one: the model has no HTTP/2 stream refusal, so it would never match.
+    pub const ALL: [(RetryGroup, &'static str); 6] = [
+        (RetryGroup::FiveXx, "5xx"),
+        (RetryGroup::GatewayError, "gateway-error"),
+        (RetryGroup::Reset, "reset"),
+        (RetryGroup::ConnectFailure, "connect-failure"),
+        (RetryGroup::Retriable4xx, "retriable-4xx"),
+        (RetryGroup::RetriableStatusCodes, "retriable-status-codes"),
+    ];
+
+    /// The names of [`RetryGroup::ALL`], in its order.
+    pub const NAMES: [&'static str; 6] = {
+        let mut names = [""; 6];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Self::ALL[i].1;
+            i += 1;
+        }
+        names
+    };
+
+    /// The group Envoy names `name`, if the model has it.
+    pub fn named(name: &str) -> Option<RetryGroup> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(g, _)| *g)
+    }
+}
+
 /// A strategy: its name and its retry policy, resolved from `[client]`, its preset and its
 /// own keys (DESIGN §4).
 #[derive(Clone, Debug, PartialEq)]

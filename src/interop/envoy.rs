@@ -20,7 +20,10 @@ use super::keys::{Keys, dropped_comment};
 use super::strategy::{Failure, Strategy, duration_value, retry_on_value, server_errors};
 use super::yaml::{self, bad, documents, field, map, mapping, string};
 use super::{Exported, Format, Imported, InteropError};
+use crate::assembly::client::group_outcomes;
 use crate::engine::Span;
+use crate::experiment::spec::RetryGroup;
+use crate::policy::Outcome;
 use serde_yaml_ng::{Mapping, Value};
 use std::collections::BTreeSet;
 use toml::Table;
@@ -341,6 +344,16 @@ const CONDITION_MEANINGS: &[(&str, &str)] = &[
     ("unavailable", "503 (gRPC UNAVAILABLE)"),
 ];
 
+/// The failures an Envoy group retries, as the model expands it ([`group_outcomes`]).
+fn group_failures(group: RetryGroup) -> impl Iterator<Item = Failure> {
+    group_outcomes(group).into_iter().filter_map(|o| match o {
+        Outcome::Status(s) => Some(Failure::Status(s)),
+        Outcome::Timeout => Some(Failure::Timeout),
+        Outcome::ConnectionError => Some(Failure::ConnectionError),
+        Outcome::Success => None,
+    })
+}
+
 /// The retried outcomes of Envoy's `retry_on` conditions (and, with `retriable-status-codes`,
 /// of `codes`), reference §3g. gRPC conditions stand for the HTTP status of their code
 /// (google.rpc.Code's HTTP mapping), as the presets' statuses do.
@@ -350,25 +363,18 @@ pub(super) fn conditions(
     codes: &[u16],
     notes: &mut Vec<String>,
 ) -> Result<BTreeSet<Failure>, InteropError> {
-    use Failure::{ConnectionError, Status, Timeout};
+    use Failure::Status;
     let mut set = BTreeSet::new();
     for c in list {
         if let Some(meaning) = CONDITION_MEANINGS.iter().find(|(name, _)| name == c).map(|(_, m)| m) {
             notes.push(format!("{path}: {c} retries {meaning} (docs/retry-policies.md §3g)"));
         }
+        if let Some(group) = RetryGroup::named(c) {
+            set.extend(group_failures(group));
+        }
         match *c {
-            "5xx" => {
-                set.extend(server_errors());
-                set.extend([Timeout, ConnectionError]);
-            }
-            "gateway-error" => set.extend([Status(502), Status(503), Status(504), Timeout, ConnectionError]),
-            "reset" => set.extend([Timeout, ConnectionError]),
-            "connect-failure" | "reset-before-request" => {
-                set.insert(ConnectionError);
-            }
-            "retriable-4xx" => {
-                set.insert(Status(409));
-            }
+            "5xx" | "gateway-error" | "reset" | "connect-failure" | "retriable-4xx" => {}
+            "reset-before-request" => set.extend(group_failures(RetryGroup::ConnectFailure)),
             "retriable-status-codes" => {
                 for &code in codes {
                     if code >= 400 {

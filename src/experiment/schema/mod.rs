@@ -80,10 +80,8 @@ pub enum Ty {
 }
 
 /// Envoy's `retry_on` groups a retry list may name (router docs `x-envoy-retry-on`; reference
-/// retry-policies §3g), as the model's outcomes meet them (`assembly::client::retry_on`).
-/// `refused-stream` is refused: the model has no HTTP/2 stream refusal, so it never matches.
-pub const RETRY_GROUPS: [&str; 6] =
-    ["5xx", "gateway-error", "reset", "connect-failure", "retriable-4xx", "retriable-status-codes"];
+/// retry-policies §3g), as the model's outcomes meet them (`assembly::client::group_outcomes`).
+pub const RETRY_GROUPS: [&str; 6] = crate::experiment::spec::RetryGroup::NAMES;
 
 /// A table with fixed keys.
 #[derive(Debug)]
