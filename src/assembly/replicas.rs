@@ -9,12 +9,13 @@ use crate::experiment::{
     ScalingPolicySpec, SelectPolicySpec,
 };
 use crate::metrics::recovery::FaultSpan;
-use crate::model::autoscaler::AutoscaleParams;
+use crate::model::autoscaler::{AutoscaleParams, AutoscaleRule};
 use crate::model::replicas::ReplicaParams;
 use crate::policy::autoscale::{HpaParams, ScalingPolicy, ScalingRules, SelectPolicy};
 use crate::policy::balancer::BalancerParams;
 use crate::policy::balancer::slow_start::SlowStartParams;
 use crate::policy::deploy::plan;
+use crate::policy::kpa::KpaParams;
 use crate::policy::outlier::OutlierParams;
 
 /// The replicas after the first, or `None` for a single server (the model without replicas).
@@ -53,7 +54,30 @@ pub fn slots(spec: &QueueServerSpec, deploy_slots: u32) -> u32 {
 }
 
 fn autoscale(a: &AutoscaleSpec, workers: u32) -> AutoscaleParams {
-    let AutoscaleSpec::Hpa(h) = a;
+    let h = match a {
+        AutoscaleSpec::Hpa(h) => h,
+        AutoscaleSpec::Kpa(k) => {
+            let stable_window = k.stable_window.span();
+            // Knative's panic window is the share of the stable window, in whole seconds as
+            // its metric buckets are (at least one).
+            let panic_s = (stable_window.as_secs_f64() * k.panic_window_percentage / 100.0).floor().max(1.0);
+            return AutoscaleParams {
+                rule: AutoscaleRule::Kpa(KpaParams {
+                    target: k.target * k.target_utilization,
+                    min: k.min,
+                    max: k.max,
+                    stable_window,
+                    panic_window: Span::from_secs(panic_s as u64),
+                    panic_threshold: k.panic_threshold_percentage / 100.0,
+                    max_scale_up_rate: k.max_scale_up_rate,
+                    max_scale_down_rate: k.max_scale_down_rate,
+                    scale_down_delay: k.scale_down_delay.span(),
+                }),
+                startup: k.startup.span(),
+                workers,
+            };
+        }
+    };
     let rules =
         |stabilization: Span, policies: &[ScalingPolicySpec], select: SelectPolicySpec| ScalingRules {
             stabilization,
@@ -75,7 +99,7 @@ fn autoscale(a: &AutoscaleSpec, workers: u32) -> AutoscaleParams {
             },
         };
     AutoscaleParams {
-        hpa: HpaParams {
+        rule: AutoscaleRule::Hpa(HpaParams {
             // The nearest whole percent, as `averageUtilization` is an integer.
             target_percent: (h.target_utilization * 100.0).round().max(1.0) as u32,
             min: h.min,
@@ -84,7 +108,7 @@ fn autoscale(a: &AutoscaleSpec, workers: u32) -> AutoscaleParams {
             tolerance: h.tolerance,
             scale_up: rules(h.stabilization_up.span(), &h.scale_up, h.select_up),
             scale_down: rules(h.stabilization_down.span(), &h.scale_down, h.select_down),
-        },
+        }),
         startup: h.startup.span(),
         workers,
     }

@@ -301,7 +301,7 @@ pub struct QueueServerSpec {
 impl QueueServerSpec {
     /// The autoscaler's most replicas, with `autoscale`.
     pub fn autoscale_max(&self) -> Option<u32> {
-        self.autoscale.as_ref().map(|AutoscaleSpec::Hpa(h)| h.max)
+        self.autoscale.as_ref().map(AutoscaleSpec::max)
     }
 }
 
@@ -311,6 +311,46 @@ impl QueueServerSpec {
 pub enum AutoscaleSpec {
     /// The Kubernetes Horizontal Pod Autoscaler on the replicas' utilisation.
     Hpa(HpaSpec),
+    /// Knative's Pod Autoscaler on the replicas' concurrency.
+    Kpa(KpaSpec),
+}
+
+impl AutoscaleSpec {
+    /// The most replicas, the fewest, and the time a new one takes to be ready.
+    pub fn max(&self) -> u32 {
+        match self {
+            AutoscaleSpec::Hpa(h) => h.max,
+            AutoscaleSpec::Kpa(k) => k.max,
+        }
+    }
+
+    pub fn min(&self) -> u32 {
+        match self {
+            AutoscaleSpec::Hpa(h) => h.min,
+            AutoscaleSpec::Kpa(k) => k.min,
+        }
+    }
+}
+
+/// `autoscale = { kind = "kpa", ... }` (Knative Serving's `config-autoscaler` keys and the
+/// revision's `autoscaling.knative.dev/*` annotations).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KpaSpec {
+    /// Concurrent requests per replica aimed at (`autoscaling.knative.dev/target`).
+    pub target: f64,
+    /// The share of `target` aimed at, in (0, 1] (`target-utilization-percentage` / 100).
+    pub target_utilization: f64,
+    pub min: u32,
+    pub max: u32,
+    pub stable_window: Duration,
+    pub panic_window_percentage: f64,
+    pub panic_threshold_percentage: f64,
+    pub max_scale_up_rate: f64,
+    pub max_scale_down_rate: f64,
+    pub scale_down_delay: Duration,
+    /// From a new replica's creation until the balancer may pick it.
+    pub startup: Duration,
 }
 
 /// `autoscale = { kind = "hpa", ... }` (the `autoscaling/v2` HorizontalPodAutoscaler).

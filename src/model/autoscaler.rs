@@ -1,6 +1,7 @@
-//! `[server] autoscale`: the Kubernetes HPA ([`crate::policy::autoscale`]) driving the replica
-//! set (DESIGN §3.3). This file keeps what the controller measures and which replica slot each
-//! of its decisions moves; the model carries the moves out.
+//! `[server] autoscale`: the Kubernetes HPA ([`crate::policy::autoscale`]) or Knative's KPA
+//! ([`crate::policy::kpa`]) driving the replica set (DESIGN §3.3). This file keeps what the
+//! controller measures and which replica slot each of its decisions moves; the model carries
+//! the moves out.
 //!
 //! - **What it measures.** At a sync, the *ready* replicas are those up (serving) throughout
 //!   the sync period just ended; their utilisation is their busy workers (requests in service)
@@ -10,6 +11,12 @@
 //!   fault had it down) is not ready yet: Kubernetes ignores a pod's CPU sample in its first
 //!   minutes until a whole metric window has passed since it became ready, and counts it as
 //!   0 % on a scale-up. A replica starting, draining or vacant is not ready either.
+//! - **What the KPA measures.** Its metric is concurrency: the requests in the replicas up
+//!   (in service and queued: Knative's queue-proxy counts the requests in its pod, those it
+//!   queues included), integrated over each whole second (the queue-proxy reports a
+//!   time-weighted average per second) and averaged over the last `stable_window` and
+//!   `panic_window` seconds (fewer at the start of the run, as Knative's buckets average over
+//!   the time they hold). Its ready pods are the replicas up at the tick.
 //! - **Slots.** The set has `max` slots, allocated once; the first `replicas` are up at the
 //!   start. A scale-up starts a replica in the lowest free slot that holds no work (else the
 //!   lowest free slot: what a draining replica there still holds is dropped, as a pod killed
@@ -20,13 +27,22 @@
 //!   has queued and in service to the end and takes nothing new (a pod sent SIGTERM after it
 //!   left the endpoints, whose grace period outlasts its queue).
 
-use crate::engine::{Instant, Span};
+use crate::engine::{Instant, NS_PER_S, Span};
 use crate::policy::autoscale::{Hpa, HpaParams, Observation};
+use crate::policy::kpa::{KPA_TICK, Kpa, KpaObservation, KpaParams};
+use std::collections::VecDeque;
+
+/// Which autoscaler, with its spec.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AutoscaleRule {
+    Hpa(HpaParams),
+    Kpa(KpaParams),
+}
 
 /// The autoscaler's parameters in model units.
 #[derive(Clone, Debug)]
 pub struct AutoscaleParams {
-    pub hpa: HpaParams,
+    pub rule: AutoscaleRule,
     /// From a replica's creation until the balancer may pick it.
     pub startup: Span,
     /// Workers per replica (`concurrency`).
@@ -67,10 +83,77 @@ struct Columns {
     capacity: Vec<f64>,
 }
 
-/// The HPA and what it measures.
+/// The controller and its memory.
+#[derive(Clone, Debug)]
+enum Controller {
+    Hpa(Hpa),
+    Kpa(Kpa, Concurrency),
+}
+
+/// The KPA's metric: the concurrency of the replicas up, integrated per whole second.
+#[derive(Clone, Debug)]
+struct Concurrency {
+    /// Per slot: requests in service and queued; their sum over the slots up.
+    per_slot: Vec<u32>,
+    up_sum: u64,
+    /// The integrals (requests x ns) of the last whole seconds, newest last, at most
+    /// `keep` of them, and of the second under way.
+    seconds: VecDeque<f64>,
+    keep: usize,
+    current: f64,
+    /// The second under way starts here; the integral is brought up to date to `since`.
+    second_start: Instant,
+    since: Instant,
+}
+
+impl Concurrency {
+    fn new(slots: usize, stable_window: Span) -> Concurrency {
+        Concurrency {
+            per_slot: vec![0; slots],
+            up_sum: 0,
+            seconds: VecDeque::new(),
+            keep: stable_window.as_ns().div_ceil(1_000_000_000).max(1) as usize,
+            current: 0.0,
+            second_start: Instant::ZERO,
+            since: Instant::ZERO,
+        }
+    }
+
+    /// Integrates up to `now`, closing the seconds it passes.
+    fn advance(&mut self, now: Instant) {
+        let second = Span::from_secs(1);
+        while self.second_start + second <= now {
+            let end = self.second_start + second;
+            self.current += self.up_sum as f64 * end.since(self.since).as_ns_f64();
+            self.seconds.push_back(self.current);
+            if self.seconds.len() > self.keep {
+                self.seconds.pop_front();
+            }
+            self.current = 0.0;
+            self.second_start = end;
+            self.since = end;
+        }
+        if now > self.since {
+            self.current += self.up_sum as f64 * now.since(self.since).as_ns_f64();
+            self.since = now;
+        }
+    }
+
+    /// The average concurrency over the last `window` of whole seconds (those there are).
+    fn average(&self, window: Span) -> f64 {
+        let n = (window.as_ns().div_ceil(1_000_000_000).max(1) as usize).min(self.seconds.len());
+        if n == 0 {
+            return 0.0;
+        }
+        let sum: f64 = self.seconds.iter().rev().take(n).sum();
+        sum / (n as f64 * NS_PER_S)
+    }
+}
+
+/// The controller and what it measures.
 #[derive(Clone, Debug)]
 pub struct Autoscaler {
-    hpa: Hpa,
+    controller: Controller,
     startup: Span,
     workers: u32,
     phase: Vec<Phase>,
@@ -95,10 +178,19 @@ impl Autoscaler {
     /// `slots` slots, the first `replicas` up.
     pub fn new(params: AutoscaleParams, slots: u32, replicas: u32) -> Autoscaler {
         let n = slots as usize;
-        let mut hpa = Hpa::new(params.hpa);
-        hpa.created(Instant::ZERO, replicas);
+        let controller = match params.rule {
+            AutoscaleRule::Hpa(p) => {
+                let mut hpa = Hpa::new(p);
+                hpa.created(Instant::ZERO, replicas);
+                Controller::Hpa(hpa)
+            }
+            AutoscaleRule::Kpa(p) => {
+                let concurrency = Concurrency::new(n, p.stable_window);
+                Controller::Kpa(Kpa::new(p, Instant::ZERO, replicas), concurrency)
+            }
+        };
         Autoscaler {
-            hpa,
+            controller,
             startup: params.startup,
             workers: params.workers,
             phase: (0..slots).map(|r| if r < replicas { Phase::Ready } else { Phase::Off }).collect(),
@@ -116,8 +208,12 @@ impl Autoscaler {
         }
     }
 
+    /// The time between syncs: the HPA's `sync_period`, the KPA's tick.
     pub fn sync_period(&self) -> Span {
-        self.hpa.params().sync_period
+        match &self.controller {
+            Controller::Hpa(hpa) => hpa.params().sync_period,
+            Controller::Kpa(..) => KPA_TICK,
+        }
     }
 
     /// Keeps the per-bucket columns of timeseries.csv: `buckets` buckets of `width`.
@@ -168,9 +264,19 @@ impl Autoscaler {
         self.since = now;
     }
 
-    /// Slot `r` has `busy` requests in service from `now`.
-    pub fn busy(&mut self, r: u32, busy: u32, now: Instant) {
+    /// Slot `r` has `busy` requests in service and `queued` waiting from `now`.
+    pub fn levels(&mut self, r: u32, busy: u32, queued: usize, now: Instant) {
         let i = r as usize;
+        if let Controller::Kpa(_, c) = &mut self.controller {
+            let inflight = busy.saturating_add(u32::try_from(queued).unwrap_or(u32::MAX));
+            if c.per_slot[i] != inflight {
+                c.advance(now);
+                if self.up[i] {
+                    c.up_sum = c.up_sum - u64::from(c.per_slot[i]) + u64::from(inflight);
+                }
+                c.per_slot[i] = inflight;
+            }
+        }
         if self.busy[i] == busy {
             return;
         }
@@ -189,6 +295,15 @@ impl Autoscaler {
             return;
         }
         self.advance(now);
+        if let Controller::Kpa(_, c) = &mut self.controller {
+            c.advance(now);
+            let inflight = u64::from(c.per_slot[i]);
+            if up {
+                c.up_sum += inflight;
+            } else {
+                c.up_sum -= inflight;
+            }
+        }
         self.up[i] = up;
         self.up_since[i] = up.then_some(now);
         if up {
@@ -205,8 +320,8 @@ impl Autoscaler {
         }
     }
 
-    /// The sync at `now`: what the HPA decides, as moves of slots. `holds(r)`: whether slot
-    /// `r`'s server still holds requests (a replica draining).
+    /// The sync at `now`: what the controller decides, as moves of slots. `holds(r)`:
+    /// whether slot `r`'s server still holds requests (a replica draining).
     pub fn sync(&mut self, now: Instant, holds: impl Fn(u32) -> bool) -> Vec<ScaleStep> {
         self.advance(now);
         let (mut ready, mut busy_ns) = (0, 0.0);
@@ -222,7 +337,16 @@ impl Autoscaler {
         let utilization = if capacity_ns > 0.0 { busy_ns / capacity_ns } else { 0.0 };
         self.last_sync = now;
         let current = self.current();
-        let desired = self.hpa.sync(now, Observation { current, ready, utilization });
+        let up_count = self.up_count;
+        let desired = match &mut self.controller {
+            Controller::Hpa(hpa) => hpa.sync(now, Observation { current, ready, utilization }),
+            Controller::Kpa(kpa, c) => {
+                c.advance(now);
+                let (stable, panic) =
+                    (c.average(kpa.params().stable_window), c.average(kpa.params().panic_window));
+                kpa.decide(now, KpaObservation { ready: up_count, stable, panic })
+            }
+        };
         let mut steps = Vec::new();
         if desired > current {
             for _ in current..desired {
@@ -298,7 +422,7 @@ mod tests {
 
     fn params(startup: Span) -> AutoscaleParams {
         AutoscaleParams {
-            hpa: HpaParams {
+            rule: AutoscaleRule::Hpa(HpaParams {
                 target_percent: 50,
                 min: 1,
                 max: 4,
@@ -306,7 +430,7 @@ mod tests {
                 tolerance: 0.1,
                 scale_up: HpaParams::default_scale_up(),
                 scale_down: HpaParams::default_scale_down(),
-            },
+            }),
             startup,
             workers: 2,
         }
@@ -323,10 +447,10 @@ mod tests {
     fn the_utilisation_is_the_busy_share_of_the_ready_workers_over_the_period() {
         let mut a = Autoscaler::new(params(Span::from_secs(30)), 4, 2);
         a.track(Span::from_secs(10), 4);
-        a.busy(0, 1, at(0));
-        a.busy(1, 1, at(0));
-        a.busy(0, 2, at(5));
-        a.busy(1, 2, at(5));
+        a.levels(0, 1, 0, at(0));
+        a.levels(1, 1, 0, at(0));
+        a.levels(0, 2, 0, at(5));
+        a.levels(1, 2, 0, at(5));
         let steps = a.sync(at(15), |_| false);
         assert_eq!(
             steps,
@@ -347,13 +471,14 @@ mod tests {
     #[test]
     fn scale_down_stops_starting_replicas_before_draining_ready_ones() {
         let mut p = params(Span::from_secs(60));
-        p.hpa.scale_down.stabilization = Span::ZERO;
+        let AutoscaleRule::Hpa(hpa) = &mut p.rule else { unreachable!() };
+        hpa.scale_down.stabilization = Span::ZERO;
         let mut a = Autoscaler::new(p, 4, 2);
-        a.busy(0, 2, at(0));
-        a.busy(1, 2, at(0));
+        a.levels(0, 2, 0, at(0));
+        a.levels(1, 2, 0, at(0));
         assert_eq!(a.sync(at(15), |_| false).len(), 2);
-        a.busy(0, 0, at(15));
-        a.busy(1, 0, at(15));
+        a.levels(0, 0, 0, at(15));
+        a.levels(1, 0, 0, at(15));
         let steps = a.sync(at(30), |_| false);
         assert_eq!(
             steps,
@@ -363,7 +488,7 @@ mod tests {
         // The drained slot 1 (out of the balancer) still holds work: a scale-up prefers the
         // empty slot 2.
         a.set_up(1, false, at(30));
-        a.busy(0, 2, at(30));
+        a.levels(0, 2, 0, at(30));
         let steps = a.sync(at(45), |r| r == 1);
         assert_eq!(steps[0], ScaleStep::Start { slot: 2, generation: 3, ready_at: at(105) });
     }

@@ -741,7 +741,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             }
             let set = self.replicas.as_mut().expect("checked");
             if let Some(a) = set.autoscaler() {
-                a.busy(r, levels.0, now);
+                a.levels(r, levels.0, levels.1, now);
             }
             return set.levels(r, levels);
         }

@@ -13,6 +13,7 @@ pub mod decision;
 pub mod deploy;
 pub mod gate;
 pub mod hedge;
+pub mod kpa;
 pub mod limit;
 pub mod outlier;
 pub mod pool;

@@ -161,3 +161,116 @@ fn byte_identical_on_one_and_two_threads() {
     let header = String::from_utf8(one[2].clone()).unwrap();
     assert!(header.lines().next().unwrap().contains("replicas_desired"), "the autoscaler's columns");
 }
+
+/// Knative's KPA (`kind = "kpa"`) on `replicas` replicas of 200 workers (no request ever
+/// waits, so the concurrency is exactly the arrivals of the last 100 ms: Little's law at
+/// every instant), target 10 at 70 % (7 per replica), arrivals at fixed intervals following
+/// `schedule`, a replica ready 1 s after the tick that asks for it.
+fn kpa_load(replicas: u32, rate: f64, schedule: &str, horizon_s: u32) -> String {
+    format!(
+        r#"
+name = "kpa"
+seed = 1
+runs = 1
+horizon = "{horizon_s}s"
+
+[workload]
+kind = "open"
+rate = {rate}
+duration = "{horizon_s}s"
+arrivals = "fixed"
+schedule = [{schedule}]
+
+[server]
+concurrency = 200
+service_time = {{ dist = "constant", value = "100ms" }}
+queue = 10
+replicas = {replicas}
+balancer = "round-robin"
+autoscale = {{ kind = "kpa", target = 10, target_utilization = 0.7, max = 100, startup = "1s" }}
+
+[client]
+max_attempts = 1
+backoff = {{ kind = "none" }}
+
+[output]
+bucket = "1s"
+
+[[strategies]]
+name = "one-attempt"
+"#
+    )
+}
+
+/// The reference's vector: 100 concurrent requests against 10 x 70 % = 7 per replica ask for
+/// ceil(100 / 7) = 15 replicas. The first ticks average what there is: 97.5 at 2 s (the
+/// first 100 ms fill up) asks for 14, 98.75 at 4 s for 15, and 15 it stays. Created over 10
+/// replicas, the KPA starts in panic mode, which only delays scale-downs.
+#[test]
+fn kpa_a_hundred_concurrent_requests_at_seven_per_replica_run_on_fifteen() {
+    let m = run_one(&kpa_load(10, 1000.0, "", 120), &[]);
+    let desired = column(&m, 1);
+    let ready = column(&m, 2);
+    assert_eq!(desired[1], Some(10.0));
+    assert_eq!(desired[2], Some(14.0));
+    for (b, d) in desired.iter().enumerate().take(120).skip(4) {
+        assert_eq!(*d, Some(15.0), "bucket {b}");
+    }
+    assert_eq!(ready[4], Some(14.0), "the 4 asked for at 2 s are ready at 3 s");
+    assert_eq!(ready[6], Some(15.0));
+}
+
+/// Panic mode: 2 replicas carry 10 concurrent requests (2 asked for) until a surge to 100 at
+/// 100 s. At the tick of 102 s the 60 s window averages 12.9 (still 2 replicas) but the 6 s
+/// window 39.25: 6 replicas, 3 times the 2 ready, over the 200 % threshold: it panics and
+/// takes the panic count. Then 10 (69.25 at 104 s) and 15 (99.25 at 106 s). The surge ends
+/// at 125 s: while panicking nothing goes down, and the panic ends at the first tick more
+/// than a stable window after the threshold was last crossed (102 s): 164 s, where the stable
+/// count (41.6 / 7 -> 6) is held to half the 15 ready (7); at the end 10 concurrent run on 2.
+#[test]
+fn kpa_a_surge_panics_within_a_tick_and_holds_the_scale_for_a_stable_window() {
+    let schedule = r#"{ at = "100s", rate = 1000.0 }, { at = "125s", rate = 100.0 }"#;
+    let m = run_one(&kpa_load(2, 100.0, schedule, 250), &[]);
+    let desired = column(&m, 1);
+    for (b, d) in desired.iter().enumerate().take(102) {
+        assert_eq!(*d, Some(2.0), "bucket {b}");
+    }
+    assert_eq!(desired[102], Some(6.0));
+    assert_eq!(desired[104], Some(10.0));
+    for (b, d) in desired.iter().enumerate().take(164).skip(106) {
+        assert_eq!(*d, Some(15.0), "bucket {b}: no scale-down while panicking");
+    }
+    assert_eq!(desired[164], Some(7.0), "out of panic, at most halved per tick");
+    assert_eq!(desired[249], Some(2.0));
+}
+
+/// The KPA's own bounds are refused with the key named, before anything runs.
+#[test]
+fn kpa_bad_settings_exit_2_naming_the_key() {
+    for (setting, key) in [
+        ("stable_window = \"7.5s\"", "server.autoscale.stable_window"),
+        ("stable_window = \"2s\"", "server.autoscale.stable_window"),
+        ("target_utilization = 1.5", "server.autoscale.target_utilization"),
+        ("target = 0", "server.autoscale.target"),
+        ("panic_threshold_percentage = 100", "server.autoscale.panic_threshold_percentage"),
+    ] {
+        let name = setting.split(" = ").next().unwrap();
+        let file = kpa_load(2, 100.0, "", 10)
+            .replace("target = 10, target_utilization = 0.7, ", "")
+            .replace("startup = \"1s\"", &format!("startup = \"1s\", {setting}"));
+        assert!(file.contains(&format!("{name} =")));
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("kpa.toml");
+        std::fs::write(&path, file).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+            .arg("run")
+            .arg(&path)
+            .args(["--quiet", "--out"])
+            .arg(tmp.path().join("out"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{setting}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(key), "{setting}: {err}");
+    }
+}

@@ -24,6 +24,10 @@ use crate::policy::budget::{
     BrookerBucketParams, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams, TokenBucketParams,
 };
 use crate::policy::bulkhead::BulkheadParams;
+use crate::policy::kpa::{
+    KPA_MAX_SCALE_DOWN_RATE, KPA_MAX_SCALE_UP_RATE, KPA_PANIC_THRESHOLD_PERCENT, KPA_PANIC_WINDOW_PERCENT,
+    KPA_STABLE_WINDOW, KPA_TARGET, KPA_TARGET_UTILIZATION,
+};
 use crate::policy::limit::aimd::AimdParams;
 use crate::policy::limit::envoy_gradient::GradientParams;
 use crate::policy::limit::gradient2::Gradient2Params;
@@ -776,7 +780,7 @@ macro_rules! queue_server_fields {
                     "autoscale",
                     Ty::Tagged(&AUTOSCALE),
                     Absent("no autoscaler: the replicas stay as many as `replicas`"),
-                    "an autoscaler setting the replicas from their utilisation (the Kubernetes HPA), see [server.autoscale]",
+                    "an autoscaler setting the replicas from their utilisation (the Kubernetes HPA) or their concurrency (Knative's KPA), see [server.autoscale]",
                 )
                 .rules("replicas > 1 (the starting count), min <= replicas <= max; not with deploys"),
         ]
@@ -784,7 +788,7 @@ macro_rules! queue_server_fields {
 }
 
 /// The Kubernetes HPA's defaults (`autoscaling/v2`, kube-controller-manager flags), through
-/// `policy::autoscale`.
+/// `policy::autoscale`, and Knative's KPA's (`config-autoscaler`), through `policy::kpa`.
 pub static AUTOSCALE: Tagged = Tagged {
     tag: "kind",
     what: "autoscaler kind",
@@ -861,6 +865,80 @@ pub static AUTOSCALE: Tagged = Tagged {
                 Ty::Choice(&["max", "min", "disabled"]),
                 Value("\"max\""),
                 "which scale-down policy wins: the one allowing the most change, the least, or no scale-down (selectPolicy)",
+            ),
+        ],
+    }, Variant {
+        kind: "kpa",
+        doc: "Knative's Pod Autoscaler: every 2 s, the replicas' concurrency (requests in service and queued) averaged over `stable_window` and over its `panic_window_percentage` asks for ceil(concurrency / (target x target_utilization)) replicas, within [floor(ready / max_scale_down_rate), ceil(max_scale_up_rate x ready)]; when the panic window's count reaches `panic_threshold_percentage` of the ready replicas it panics (takes the larger count and never scales down) until a stable window passes without that; clamped to [min, max]",
+        fields: &[
+            f(
+                "target",
+                Ty::Num,
+                Num(KPA_TARGET),
+                "concurrent requests per replica aimed at (autoscaling.knative.dev/target; container-concurrency-target-default)",
+            )
+            .range(Range::AtLeast(0.01))
+            .message("must be at least 0.01 (Knative's bound), e.g. 100"),
+            f(
+                "target_utilization",
+                Ty::Num,
+                Num(KPA_TARGET_UTILIZATION),
+                "the share of `target` aimed at (container-concurrency-target-percentage / 100)",
+            )
+            .range(Range::AboveUpTo(0.0, 1.0))
+            .message("must be in (0, 1], e.g. 0.7 for Knative's 70 %"),
+            f("min", U32, Int(1), "fewest replicas (min-scale; retrysim does not scale to zero)")
+                .range(Range::AtLeast(1.0))
+                .rules("<= replicas"),
+            f("max", U32, Required, "most replicas (max-scale); the replica slots are allocated once, this many")
+                .rules(">= replicas, <= 10000"),
+            f(
+                "stable_window",
+                Ty::Duration,
+                Duration(KPA_STABLE_WINDOW, "s"),
+                "the window the stable concurrency is averaged over (stable-window); a panic ends a window after the threshold was last crossed",
+            )
+            .rules("whole seconds, from 6s to 1h (Knative's bounds)"),
+            f(
+                "panic_window_percentage",
+                Ty::Num,
+                Num(KPA_PANIC_WINDOW_PERCENT),
+                "the panic window as a percentage of the stable window, in whole seconds (at least 1)",
+            )
+            .range(Range::Between(1.0, 100.0)),
+            f(
+                "panic_threshold_percentage",
+                Ty::Num,
+                Num(KPA_PANIC_THRESHOLD_PERCENT),
+                "the panic window's replica count, in percent of the ready replicas, that starts a panic",
+            )
+            .range(Range::Between(110.0, 1000.0)),
+            f(
+                "max_scale_up_rate",
+                Ty::Num,
+                Num(KPA_MAX_SCALE_UP_RATE),
+                "a tick asks for at most this many times the ready replicas",
+            )
+            .range(Range::Above(1.0)),
+            f(
+                "max_scale_down_rate",
+                Ty::Num,
+                Num(KPA_MAX_SCALE_DOWN_RATE),
+                "a tick asks for no fewer than the ready replicas over this",
+            )
+            .range(Range::Above(1.0)),
+            f(
+                "scale_down_delay",
+                Ty::Duration,
+                Duration(Span::ZERO, "s"),
+                "the count is the largest asked for over this window (scale-down-delay)",
+            )
+            .rules("at most 1h (Knative's bound)"),
+            f(
+                "startup",
+                Ty::Duration,
+                Required,
+                "from a new replica's creation until it is ready and the balancer may pick it (its start-up and readiness)",
             ),
         ],
     }],

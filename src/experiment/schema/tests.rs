@@ -353,6 +353,17 @@ backoff = { kind = "constant", base = "1ms" }
         select_up = \"max\", select_down = \"min\" }\n\
         [[strategies]]\nname = \"a\"\nmax_attempts = 2\nbackoff = { kind = \"none\" }\n";
     load_str(autoscaled, "autoscaled.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let knative = autoscaled.replace(
+        "kind = \"hpa\", target_utilization = 0.7, min = 2, max = 8, sync_period = \"15s\", \
+        stabilization_down = \"300s\", stabilization_up = \"0s\", tolerance = 0.1, startup = \"30s\", \
+        scale_up = [{ type = \"percent\", value = 100, period = \"15s\" }], scale_down = [{ type = \"pods\", value = 1, period = \"60s\" }], \
+        select_up = \"max\", select_down = \"min\"",
+        "kind = \"kpa\", target = 10, target_utilization = 0.7, min = 2, max = 8, stable_window = \"30s\", \
+        panic_window_percentage = 20, panic_threshold_percentage = 300, max_scale_up_rate = 10, max_scale_down_rate = 4, \
+        scale_down_delay = \"10s\", startup = \"5s\"",
+    );
+    assert!(knative.contains("kpa"));
+    load_str(&knative, "knative.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     // A call graph with every key of a service's call and of the strategies' graph keys.
     let graph = "name = \"g\"\n[workload]\nkind = \"closed\"\nclients = 2\n\
         [[services]]\nname = \"api\"\nconcurrency = 2\nservice_time = { dist = \"constant\", value = \"1ms\" }\n\
@@ -373,7 +384,7 @@ backoff = { kind = "constant", base = "1ms" }
     );
     load_str(&imported, "imported.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let text = format!(
-        "{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}{autoscaled}{graph}{imported}"
+        "{text}{closed}{constant}{serial}{limiters}{queue}{hedged}{deployed}{autoscaled}{knative}{graph}{imported}"
     );
     // Every key of every table appears in the text above (so the test covers the format).
     for (path, f) in all_fields() {

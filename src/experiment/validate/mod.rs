@@ -355,7 +355,8 @@ fn replicas(q: &QueueServerSpec, spec_priorities: bool) -> Check {
 /// `[server] autoscale`: it scales a replica set, from `replicas` within [min, max], and not
 /// while deploys roll (both would move the same slots).
 fn autoscale(q: &QueueServerSpec) -> Check {
-    let Some(AutoscaleSpec::Hpa(h)) = &q.autoscale else { return Ok(()) };
+    let Some(a) = &q.autoscale else { return Ok(()) };
+    let (min, max) = (a.min(), a.max());
     if q.replicas == 1 {
         fail(
             "server.autoscale",
@@ -368,25 +369,37 @@ fn autoscale(q: &QueueServerSpec) -> Check {
             "with [[server.deploys]] is not modelled (a rolling deploy and the autoscaler would move the same replicas): remove one of them",
         )?;
     }
-    if h.min > h.max {
-        fail("server.autoscale.min", format!("{} is above max ({}): set min <= max", h.min, h.max))?;
+    if min > max {
+        fail("server.autoscale.min", format!("{min} is above max ({max}): set min <= max"))?;
     }
-    at_most("server.autoscale.max", h.max, 10_000, "replicas")?;
-    if q.replicas > h.max {
+    at_most("server.autoscale.max", max, 10_000, "replicas")?;
+    if let AutoscaleSpec::Kpa(k) = a {
+        let window = k.stable_window.as_ns();
+        if window % 1_000_000_000 != 0 || !(6_000_000_000..=3_600_000_000_000).contains(&window) {
+            fail(
+                "server.autoscale.stable_window",
+                "must be whole seconds from 6s to 1h (Knative's bounds; its metric buckets are seconds), e.g. \"60s\"",
+            )?;
+        }
+        if k.scale_down_delay.as_ns() > 3_600_000_000_000 {
+            fail("server.autoscale.scale_down_delay", "must be at most 1h (Knative's bound), e.g. \"0s\"")?;
+        }
+    }
+    if q.replicas > max {
         fail(
             "server.autoscale.max",
             format!(
                 "{} is below server.replicas ({}): the replicas at the start must fit; raise max or lower replicas",
-                h.max, q.replicas
+                max, q.replicas
             ),
         )?;
     }
-    if q.replicas < h.min {
+    if q.replicas < min {
         fail(
             "server.autoscale.min",
             format!(
                 "{} is above server.replicas ({}): the replicas at the start must be at least min; lower min or raise replicas",
-                h.min, q.replicas
+                min, q.replicas
             ),
         )?;
     }
