@@ -2044,6 +2044,8 @@ macro_rules! hop_policy_fields {
                 .rules("max_attempts = 1 on the edge (hedging replaces retrying); not preset envoy nor hedge_on_per_try_timeout; scope does not apply (one edge, one caller)"),
             f("budget", Ty::Tagged(&BUDGET), Absent("no budget"), "this edge's retry budget (the calling service as one client)"),
             f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "this edge's circuit breaker (the calling service as one client); a call it refuses fails 503 marked x-envoy-overloaded"),
+            f("retry_other_replica", Ty::Bool, Value("false"), "a retry along this edge avoids the callee's replicas its call already tried (Envoy's previous_hosts retry predicate, per call along the edge); otherwise each attempt is a fresh pick"),
+            f("host_selection_retry_max_attempts", U32, Int(1), "with retry_other_replica: picks made again when a pick was already tried, before the last pick is used anyway (Envoy's default 1)"),
         ]
     };
 }
