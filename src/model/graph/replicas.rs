@@ -1,8 +1,9 @@
 //! A service of the call graph as a whole replicated service (DESIGN §3.7, §3.3): its
 //! replicas' `restart` faults, its outlier detector, its rolling deploys and its autoscaler,
-//! with exactly the semantics `[server]` has ([`Replicas`] carries them; this file schedules
-//! and carries out their moves for each service, as the queue model does for the one server),
-//! and the replica an edge's call goes to (`retry_other_replica` per call along the edge).
+//! with exactly the semantics `[server]` has ([`Replicas`](super::super::replicas::Replicas)
+//! carries them; this file schedules and carries out their moves for each service, as the
+//! queue model does for the one server), and the replica an edge's call goes to
+//! (`retry_other_replica` per call along the edge).
 //!
 //! **A replica that goes down** (a `restart` fault starts, a deploy takes it down, the
 //! autoscaler starts a replica in a slot a draining one still holds) drops every request it
@@ -127,7 +128,7 @@ impl Graph {
     }
 
     /// Replica `r` of service `svc` changes state (DESIGN §3.3): down from up, it drops what
-    /// it holds ([`Graph::replica_down`]) and refuses new requests; up again, it takes them.
+    /// it holds (as `replica_down` says) and refuses new requests; up again, it takes them.
     pub fn replica_changed<Q: EventQueue<Ev>>(
         &mut self,
         svc: u32,
