@@ -21,7 +21,7 @@ pub fn graph(spec: &ExperimentSpec, strategy: &Strategy) -> Option<GraphParams> 
         .iter()
         .map(|s| ServiceParams {
             server: server(&s.server, 0),
-            // A service's balancer does not avoid replicas a call tried (no `retry_other_replica`).
+            // Which replicas a retry avoids is the edge's (`retry_other_replica` per edge).
             replicas: replicas(&s.server, &strategy.policy).map(|r| ReplicaParams { reselects: None, ..r }),
             calls: s
                 .calls
@@ -37,6 +37,9 @@ pub fn graph(spec: &ExperimentSpec, strategy: &Strategy) -> Option<GraphParams> 
                         gate: Hop::edge(policy).gate(),
                         route: Hop::edge(policy).route(),
                         hedge: policy.hedge.as_ref().map(super::hedge::edge_hedge),
+                        reselects: policy
+                            .retry_other_replica
+                            .then_some(policy.host_selection_retry_max_attempts),
                     }
                 })
                 .collect(),

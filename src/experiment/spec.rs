@@ -1198,6 +1198,12 @@ pub struct HopPolicySpec {
     pub breaker: Option<BreakerSpec>,
     /// Hedged calls along this edge (gRPC A6 hedgingPolicy).
     pub hedge: Option<HedgeSpec>,
+    /// A retry along this edge avoids the callee's replicas its call already tried (Envoy's
+    /// `previous_hosts`).
+    pub retry_other_replica: bool,
+    /// With `retry_other_replica`: picks made again when a pick was already tried (Envoy's
+    /// `host_selection_retry_max_attempts`).
+    pub host_selection_retry_max_attempts: u32,
 }
 
 /// One gateway layer in front of the server, with its own retry policy.

@@ -16,6 +16,9 @@ pub struct ServiceCounts {
     /// Service time (a worker held, its downstream calls included) spent on requests whose
     /// result could no longer reach the user: a caller on the way up had given up on it.
     pub wasted_ns: u128,
+    /// Requests its replicas dropped by going down (a `restart` fault, a deploy, the
+    /// autoscaler), each answered with a connection reset (not a column: the tests count it).
+    pub dropped: u64,
 }
 
 /// One edge's counts in one run.

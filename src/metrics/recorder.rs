@@ -500,6 +500,11 @@ impl RunRecorder {
         self.series.replicas()
     }
 
+    /// The time series, for the call graph's per-service replica counts.
+    pub fn series(&mut self) -> &mut super::series::TimeSeries {
+        &mut self.series
+    }
+
     /// From `now` on, the server serves `in_service` requests and `queued` wait.
     #[inline]
     pub fn levels(&mut self, now: Instant, in_service: u32, queued: usize) {

@@ -2,6 +2,8 @@
 //! `replicas_up` and, per replica `r` (the deploys' surge slots included),
 //! `replica{r}_requests`, `replica{r}_queued` and `replica{r}_success_rate`. They are columns
 //! only in experiments with replicas, so that every other timeseries.csv keeps its columns.
+//! With `[[services]]`, a service that deploys or autoscales has its replica counts instead
+//! (`replicas_up@NAME` ..., [`service_columns`]; no per-replica columns).
 
 use crate::engine::{Instant, Span};
 
@@ -44,6 +46,9 @@ pub const REPLICA_MEANING: [(&str, &str, &str); 7] = [
     ),
 ];
 
+/// What a call graph service's replica counts ([`service_columns`]) are, for docs/outputs.md.
+pub const SERVICE_MEANING: &str = "with [[services]], in place of the columns above: for each service NAME with `replicas` > 1 that deploys or autoscales, in file order, its replicas' count as the column without `@NAME` says (`replicas_up@NAME`; the autoscaler's three only with its `autoscale`; a worker waiting for the service's downstream calls counts as busy); a point without them leaves them empty";
+
 /// The autoscaler's columns in [`REPLICA_MEANING`], after `replicas_up`.
 pub const AUTOSCALED: usize = 3;
 
@@ -58,6 +63,14 @@ pub fn columns(replicas: u32, autoscale: bool) -> Vec<String> {
         c.extend(PER_REPLICA.iter().map(|k| format!("replica{r}_{k}")));
     }
     c
+}
+
+/// The replica counts of a service `name` of the call graph that autoscales or deploys:
+/// `replicas_up@NAME`, then, with `autoscale`, the autoscaler's three columns, each `@NAME`
+/// (the meanings of [`REPLICA_MEANING`], for that service).
+pub fn service_columns(name: &str, autoscale: bool) -> Vec<String> {
+    let n = if autoscale { 1 + AUTOSCALED } else { 1 };
+    REPLICA_MEANING[..n].iter().map(|m| format!("{}@{name}", m.0)).collect()
 }
 
 /// One run's replica series, bucket by bucket.

@@ -119,6 +119,9 @@ pub struct TimeSeries {
     gauges_used: [bool; GAUGES.len()],
     /// The replicas' own series, in a run with `replicas` > 1.
     replicas: Option<Box<ReplicaSeries>>,
+    /// The call graph's services that autoscale or deploy, each its replica counts (no
+    /// per-replica columns), in file order.
+    services: Vec<ReplicaSeries>,
 }
 
 impl TimeSeries {
@@ -134,6 +137,7 @@ impl TimeSeries {
             levels_from: 0,
             gauges_used: [false; GAUGES.len()],
             replicas: None,
+            services: Vec::new(),
         }
     }
 
@@ -148,6 +152,7 @@ impl TimeSeries {
             levels_from: 0,
             gauges_used: [false; GAUGES.len()],
             replicas: None,
+            services: Vec::new(),
         }
     }
 
@@ -167,9 +172,25 @@ impl TimeSeries {
         self.replicas.as_deref_mut()
     }
 
-    /// Bucket `i`'s replica columns ([`super::replica_series::columns`]), if this run keeps
-    /// them.
+    /// Keeps the replica counts of a service of the call graph too, `up` of its replicas up at
+    /// the start; its index among them.
+    pub fn track_service(&mut self, up: u32) -> usize {
+        self.services.push(ReplicaSeries::new(0, self.buckets.len(), self.width, up));
+        self.services.len() - 1
+    }
+
+    /// The replica counts of the `i`th service tracked ([`TimeSeries::track_service`]).
+    pub fn service(&mut self, i: usize) -> &mut ReplicaSeries {
+        &mut self.services[i]
+    }
+
+    /// Bucket `i`'s replica columns ([`super::replica_series::columns`]), or the call graph's
+    /// services' (`replicas_up@NAME` ..., [`super::replica_series::service_columns`]), if this
+    /// run keeps them.
     pub fn replica_row(&self, i: usize) -> Option<Vec<Option<f64>>> {
+        if self.replicas.is_none() && !self.services.is_empty() {
+            return Some(self.services.iter().flat_map(|s| s.row(i)).collect());
+        }
         self.replicas.as_ref().map(|r| r.row(i))
     }
 
@@ -260,6 +281,9 @@ impl TimeSeries {
         self.fill_levels(n);
         if let Some(r) = &mut self.replicas {
             r.finish();
+        }
+        for s in &mut self.services {
+            s.finish();
         }
         // A gauge unchanged through a bucket keeps its value from the bucket before.
         for g in 0..GAUGES.len() {

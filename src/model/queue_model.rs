@@ -126,6 +126,15 @@ pub enum Kind {
     AutoscaleSync,
     /// The replica the autoscaler started in slot `a` (its generation `b`) is ready.
     ReplicaReady,
+    /// Replica `a` of service `c` of the call graph changes state (`b`: its `Change`, as
+    /// `ReplicaChange`).
+    GraphReplicaChange,
+    /// Service `a`'s outlier detector's interval timer.
+    GraphOutlierTick,
+    /// Service `a`'s autoscaler syncs.
+    GraphAutoscaleSync,
+    /// The replica service `c`'s autoscaler started in slot `a` (its generation `b`) is ready.
+    GraphReplicaReady,
 }
 
 /// The events of the queue model: small and `Copy` (24 bytes). A kind and three plain fields
@@ -238,6 +247,18 @@ impl Ev {
     }
     pub fn graph_capacity(service: u32) -> Ev {
         Ev::of(Kind::GraphCapacity, service, 0, 0)
+    }
+    pub fn graph_replica_change(service: u32, replica: u32, change: Change) -> Ev {
+        Ev::of(Kind::GraphReplicaChange, replica, change_code(change), service as u64)
+    }
+    pub fn graph_outlier_tick(service: u32) -> Ev {
+        Ev::of(Kind::GraphOutlierTick, service, 0, 0)
+    }
+    pub fn graph_autoscale_sync(service: u32) -> Ev {
+        Ev::of(Kind::GraphAutoscaleSync, service, 0, 0)
+    }
+    pub fn graph_replica_ready(service: u32, slot: u32, generation: u32) -> Ev {
+        Ev::of(Kind::GraphReplicaReady, slot, generation, service as u64)
     }
 }
 
@@ -425,15 +446,19 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         replicas,
         graph,
     } = inputs;
-    let replicas = replicas.map(|p| Box::new(Replicas::new(p, run_seed)));
-    let graph = graph.map(|p| Box::new(Graph::new(p, run_seed)));
+    // With a call graph, the entry service's replicas are the graph's (its service 0).
+    let replicas = replicas.filter(|_| graph.is_none()).map(|p| Box::new(Replicas::new(p, run_seed)));
+    let mut graph = graph.map(|p| Box::new(Graph::new(p, run_seed)));
     let server_keeps_keys = server.keeps_keys();
     let mut fault_span = server.fault_span(horizon);
     let mut sched: Scheduler<Ev, Q> = Scheduler::new(queue);
-    if let Some(g) = &graph {
+    let mut series = series;
+    if let Some(g) = &mut graph {
         for (at, service) in g.capacity_restorations() {
             sched.schedule_at(at, Ev::graph_capacity(service));
         }
+        fault_span = g.entry_fault_span(fault_span, horizon);
+        g.schedule_replica_events(&mut sched, &mut series);
     } else {
         for at in server.capacity_restorations() {
             sched.schedule_at(at, Ev::CAPACITY_RESTORED);
@@ -448,8 +473,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
             sched.schedule_at(Instant::ZERO + interval, Ev::OUTLIER_TICK);
         }
     }
-    let mut restarts = schedule_changes(&server, replicas.as_deref(), &mut sched);
-    let mut series = series;
+    let mut restarts = graph.is_none() && schedule_changes(&server, replicas.as_deref(), &mut sched);
     if let Some(set) = &replicas
         && !series.is_empty()
     {
@@ -534,6 +558,9 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         if let Some(series) = model.rec.replica_series() {
             series.autoscaled(rows);
         }
+    }
+    if let Some(g) = model.graph.as_mut() {
+        g.finish_series(horizon, &mut model.rec);
     }
     model.rec.keys_peak(model.server.keys_peak());
     let (locks_expired, fenced) = model.server.lock_counts();
@@ -676,7 +703,11 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             | Kind::GraphSend
             | Kind::GraphTimeout
             | Kind::GraphReleased
-            | Kind::GraphCapacity => self.graph_event(kind, a, b, c, s),
+            | Kind::GraphCapacity
+            | Kind::GraphReplicaChange
+            | Kind::GraphOutlierTick
+            | Kind::GraphAutoscaleSync
+            | Kind::GraphReplicaReady => self.graph_event(kind, a, b, c, s),
             Kind::LayerTimeout => {
                 let (ticket, attempt) = (a, b);
                 let step = self.gateways().timed_out(ticket, attempt, now);

@@ -186,6 +186,12 @@ impl Replicas {
     /// The replica that attempt `attempt` of the operation in slot `op` (unique id `op_id`)
     /// goes to.
     pub fn pick(&mut self, op: u32, op_id: u64, now: Instant) -> u32 {
+        self.pick_with(op, op_id, self.reselects, now)
+    }
+
+    /// [`Replicas::pick`] with the host re-selections given (`None`: a fresh pick), for a
+    /// caller whose own policy says them (an edge of the call graph, per call along it).
+    pub fn pick_with(&mut self, op: u32, op_id: u64, reselects: Option<u32>, now: Instant) -> u32 {
         let weighted = self.slow_start.is_some() && self.slow_start_weights(now);
         let hosts = Hosts {
             candidates: &self.candidates,
@@ -194,7 +200,7 @@ impl Replicas {
             weights: weighted.then_some(&self.weights[..]),
         };
         let key = mix64(op_id);
-        let Some(reselects) = self.reselects else {
+        let Some(reselects) = reselects else {
             return self.balancer.choose(&hosts, key, &[], 0, now, &mut self.rng);
         };
         let slot = op as usize;

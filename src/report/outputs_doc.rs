@@ -8,7 +8,7 @@
 use crate::metrics::METRICS;
 use crate::metrics::catalogue::WINDOW_METRICS;
 use crate::metrics::graph::{EDGE_METRICS, SERVICE_METRICS};
-use crate::metrics::replica_series::REPLICA_MEANING;
+use crate::metrics::replica_series::{AUTOSCALED, REPLICA_MEANING, SERVICE_MEANING};
 use crate::metrics::series::{GAUGE_MEANING, GAUGES, SERIES, SERIES_MEANING};
 use crate::results::manifest::Manifest;
 use std::fmt::Write;
@@ -129,6 +129,9 @@ pub fn outputs_reference() -> String {
     }
     for (name, unit, meaning) in REPLICA_MEANING {
         let _ = writeln!(s, "| `{name}` | {unit} | {meaning} |");
+    }
+    for (name, unit, _) in &REPLICA_MEANING[..=AUTOSCALED] {
+        let _ = writeln!(s, "| `{name}@NAME` | {unit} | {SERVICE_MEANING} |");
     }
     s.push_str("\n### `manifest.json`\n\n| field | meaning |\n|---|---|\n");
     let fields = serde_json::to_value(Manifest::default()).expect("a manifest serialises");

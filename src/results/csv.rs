@@ -148,6 +148,8 @@ impl Exporter for TimeseriesCsv {
         let keys = key_cells(exp, c);
         let gauges = gauges(exp);
         let replica_columns = replica_columns(exp).len();
+        let graph_columns = (!exp.points[c.point].spec.services.is_empty())
+            .then(|| (replica_columns_of(exp), service_series_columns(&exp.points[c.point].spec)));
         let from = SERIES.len() + GAUGES.len();
         done.rows()
             .map(|(t, stats)| {
@@ -162,7 +164,15 @@ impl Exporter for TimeseriesCsv {
                 if autoscaled(exp) && !autoscaled_point(exp, c.point) && !cells.is_empty() {
                     cells.splice(1..1, [empty; replica_series::AUTOSCALED]);
                 }
-                let replicas = (0..replica_columns).map(|k| cells.get(k).copied().unwrap_or(empty));
+                let replicas: Vec<Stat> = match &graph_columns {
+                    // A call graph's services: this point's columns placed by name.
+                    Some((all, own)) => all
+                        .iter()
+                        .map(|name| own.iter().position(|o| o == name).and_then(|k| cells.get(k)))
+                        .map(|cell| cell.copied().unwrap_or(empty))
+                        .collect(),
+                    None => (0..replica_columns).map(|k| cells.get(k).copied().unwrap_or(empty)).collect(),
+                };
                 stat_cells(&mut row, series.chain(used).chain(replicas));
                 row
             })
@@ -174,6 +184,9 @@ impl Exporter for TimeseriesCsv {
 /// `replicas` > 1 (a deploy's surge slots included); none when no point has replicas, so that
 /// other experiments keep their columns.
 fn replica_columns(exp: &Experiment) -> Vec<String> {
+    if exp.points.iter().any(|p| !p.spec.services.is_empty()) {
+        return replica_columns_of(exp);
+    }
     let slots = exp
         .points
         .iter()
@@ -188,6 +201,30 @@ fn replica_columns(exp: &Experiment) -> Vec<String> {
     slots.map_or_else(Vec::new, |n| replica_series::columns(n, autoscaled(exp)))
 }
 
+/// With `[[services]]`: the replica counts of every service that autoscales or deploys at
+/// some point, in the order first met (points in order, services in file order).
+fn replica_columns_of(exp: &Experiment) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    for p in &exp.points {
+        for name in service_series_columns(&p.spec) {
+            if !all.contains(&name) {
+                all.push(name);
+            }
+        }
+    }
+    all
+}
+
+/// The replica count columns of a point's services, in the order its runs keep them: each
+/// service with replicas that autoscales or deploys, in file order.
+fn service_series_columns(spec: &crate::experiment::ExperimentSpec) -> Vec<String> {
+    spec.services
+        .iter()
+        .filter(|s| s.server.replicas > 1 && (s.server.autoscale.is_some() || !s.server.deploys.is_empty()))
+        .flat_map(|s| replica_series::service_columns(&s.name, s.server.autoscale.is_some()))
+        .collect()
+}
+
 /// Whether some point of the experiment has an autoscaler (timeseries.csv then has its
 /// columns).
 fn autoscaled(exp: &Experiment) -> bool {
@@ -195,7 +232,9 @@ fn autoscaled(exp: &Experiment) -> bool {
 }
 
 fn autoscaled_point(exp: &Experiment, point: usize) -> bool {
-    matches!(&exp.points[point].spec.server, ServerSpec::Queue(q) if q.replicas > 1 && q.autoscale.is_some())
+    // With `[[services]]`, `server` is the entry service, whose columns are its own.
+    exp.points[point].spec.services.is_empty()
+        && matches!(&exp.points[point].spec.server, ServerSpec::Queue(q) if q.replicas > 1 && q.autoscale.is_some())
 }
 
 /// The gauges timeseries.csv carries: an adaptive limit's column appears only in an

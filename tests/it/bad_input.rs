@@ -1073,10 +1073,52 @@ fn cases() -> Vec<Case> {
             stderr: &["`services[0].concurrency`"],
         },
         Case {
-            what: "a rolling deploy on a service of the call graph",
-            text: graph("replicas = 4\n[[services.deploys]]\nstart = \"1s\"\nstartup = \"1s\"", ""),
+            what: "a rolling deploy and an autoscaler on one service of the call graph",
+            text: graph(
+                "replicas = 4\nautoscale = { kind = \"hpa\", target_utilization = 0.5, max = 8, startup = \"5s\" }\n[[services.deploys]]\nstart = \"1s\"\nstartup = \"1s\"",
+                "",
+            ),
             args: &[],
-            stderr: &["`services[0].deploys`", "not modelled in a service"],
+            stderr: &["`services[0].autoscale`", "not modelled"],
+        },
+        Case {
+            what: "a service's restart fault naming a replica that does not exist",
+            text: graph(
+                "",
+                "replicas = 2\n[[services.faults]]\nkind = \"restart\"\nstart = \"1s\"\nduration = \"1s\"\nreplica = 2",
+            ),
+            args: &[],
+            stderr: &["`services[1].faults[0].replica`", "replica 2 does not exist"],
+        },
+        Case {
+            what: "an autoscaler on a service of one replica",
+            text: graph("", "autoscale = { kind = \"hpa\", target_utilization = 0.5, max = 4, startup = \"5s\" }"),
+            args: &[],
+            stderr: &["`services[1].autoscale`", "needs replicas"],
+        },
+        Case {
+            what: "slow start on a service of one replica",
+            text: graph("", "slow_start = { window = \"10s\" }"),
+            args: &[],
+            stderr: &["`services[1].slow_start`", "needs replicas"],
+        },
+        Case {
+            what: "a service's outlier detector ejecting for less than its base time",
+            text: graph("", "replicas = 2\noutlier = { base_ejection_time = \"30s\", max_ejection_time = \"10s\" }"),
+            args: &[],
+            stderr: &["`services[1].outlier.max_ejection_time`", "below base_ejection_time"],
+        },
+        Case {
+            what: "an edge's retry_other_replica towards a service of one replica",
+            text: graph("calls = [{ service = \"db\", max_attempts = 2, retry_other_replica = true }]", ""),
+            args: &[],
+            stderr: &["`services[0].calls[0].retry_other_replica`", "\"db\" has one replica"],
+        },
+        Case {
+            what: "the client's retry_other_replica with a call graph",
+            text: graph("calls = [{ service = \"db\" }]", "replicas = 2"),
+            args: &["--set", "strategies.fj.retry_other_replica=true"],
+            stderr: &["`strategies.fj.retry_other_replica`", "on the edges"],
         },
         Case {
             what: "deadline propagation without a call graph",

@@ -27,6 +27,7 @@ mod docs;
 mod eta;
 mod fit;
 mod graph;
+mod graph_replicas;
 mod hedging;
 mod interop;
 mod interop_formats;

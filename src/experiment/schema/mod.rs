@@ -1452,7 +1452,8 @@ macro_rules! policy_fields {
             f("throttle", Ty::Tagged(&THROTTLE), Absent("no throttling"), "client-side adaptive throttling (failed_throttled)"),
             f("pool", Ty::Table(&POOL), Absent("no pool: every attempt is sent at once"), "a connection pool: attempts wait in the client for one of `size` connections (the Go MongoDB driver)")
                 .rules("queue server only; not with layers or network loss"),
-            f("retry_other_replica", Ty::Bool, Value("false"), "a retry avoids the replicas its operation already tried (Envoy's previous_hosts retry predicate); otherwise each attempt is a fresh pick"),
+            f("retry_other_replica", Ty::Bool, Value("false"), "a retry avoids the replicas its operation already tried (Envoy's previous_hosts retry predicate); otherwise each attempt is a fresh pick")
+                .rules("not with [[services]]: set it on the edges there (a `calls` entry or hop_policy)"),
             f("host_selection_retry_max_attempts", U32, Int(1), "with retry_other_replica: picks made again when a pick was already tried, before the last pick is used anyway (Envoy's default 1)"),
             f("bulkhead", Ty::Table(&BULKHEAD), Absent("no bulkhead: every operation starts at once"), "a bulkhead: at most `max_in_flight` operations in flight, across their retries; the rest wait up to `max_wait`, then fail as failed_bulkhead (resilience4j's SemaphoreBulkhead)")
                 .rules("queue server only"),
@@ -2120,6 +2121,8 @@ macro_rules! hop_policy_fields {
                 .rules("max_attempts = 1 on the edge (hedging replaces retrying); not preset envoy nor hedge_on_per_try_timeout; scope does not apply (one edge, one caller)"),
             f("budget", Ty::Tagged(&BUDGET), Absent("no budget"), "this edge's retry budget (the calling service as one client)"),
             f("breaker", Ty::Tagged(&BREAKER), Absent("no breaker"), "this edge's circuit breaker (the calling service as one client); a call it refuses fails 503 marked x-envoy-overloaded"),
+            f("retry_other_replica", Ty::Bool, Value("false"), "a retry along this edge avoids the callee's replicas its call already tried (Envoy's previous_hosts retry predicate, per call along the edge); otherwise each attempt is a fresh pick"),
+            f("host_selection_retry_max_attempts", U32, Int(1), "with retry_other_replica: picks made again when a pick was already tried, before the last pick is used anyway (Envoy's default 1)"),
         ]
     };
 }

@@ -1,5 +1,7 @@
 //! `[[services]]` (DESIGN §3.7): unique names, calls to services that exist, no cycle, each
-//! service's server checked as `[server]` is, and what the call graph does not model.
+//! service's server checked as `[server]` is (its replicas, outlier detection, slow start,
+//! deploys, autoscaler and faults included), an edge's `retry_other_replica` only towards a
+//! callee with replicas, and what the call graph does not model.
 
 use super::{Check, fail, queue_server};
 use crate::experiment::spec::{ExperimentSpec, WorkloadSpec};
@@ -31,14 +33,6 @@ pub(super) fn services(spec: &ExperimentSpec) -> Check {
         let unsupported = [
             ("idempotency", s.server.idempotency.is_some()),
             ("adaptive_concurrency", s.server.adaptive_concurrency.is_some()),
-            ("outlier", s.server.outlier.is_some()),
-            ("slow_start", s.server.slow_start.is_some()),
-            ("deploys", !s.server.deploys.is_empty()),
-            ("autoscale", s.server.autoscale.is_some()),
-            (
-                "faults",
-                s.server.faults.iter().any(|f| matches!(f, crate::experiment::FaultSpec::Restart { .. })),
-            ),
         ];
         if let Some((name, _)) = unsupported.iter().find(|(_, used)| *used) {
             fail(
@@ -57,6 +51,18 @@ pub(super) fn services(spec: &ExperimentSpec) -> Check {
             }
             super::retry_list(&format!("{ckey}.retry_on"), c.policy.retry_on.as_deref())?;
             super::hedge::edge_hedge(&c.policy, &ckey)?;
+            if let Some(callee) = spec.services.iter().find(|o| o.name == c.service)
+                && c.policy.retry_other_replica
+                && callee.server.replicas == 1
+            {
+                fail(
+                    format!("{ckey}.retry_other_replica"),
+                    format!(
+                        "{:?} has one replica: there is no other replica to retry on; set its replicas > 1, or remove it",
+                        c.service
+                    ),
+                )?;
+            }
             if s.calls[..j].iter().any(|o| o.service == c.service) {
                 fail(
                     format!("{ckey}.service"),
@@ -86,12 +92,18 @@ pub(super) fn services(spec: &ExperimentSpec) -> Check {
             ("hedge", p.hedge.is_some()),
             ("pool", p.pool.is_some()),
             ("dead_letter", p.dead_letter.is_some()),
-            ("retry_other_replica", p.retry_other_replica),
         ];
         if let Some((name, _)) = unsupported.iter().find(|(_, used)| *used) {
             fail(
                 format!("{key}.{name}"),
                 "is not modelled with [[services]]: the call graph's edges are the hops; remove it",
+            )?;
+        }
+        if p.retry_other_replica {
+            fail(
+                format!("{key}.retry_other_replica"),
+                "is not modelled for the user's client with [[services]]: set it on the edges instead \
+                 (retry_other_replica in a `calls` entry or in hop_policy)",
             )?;
         }
         if let Some(hop) = &p.hop_policy {

@@ -49,6 +49,7 @@
 //! Answers to the user's client are handed back through [`Graph::answers`]; the queue model
 //! sends them over the response hop.
 
+pub mod replicas;
 pub mod tables;
 
 use super::queue_model::Ev;
@@ -85,6 +86,9 @@ pub struct EdgeParams {
     pub route: Route,
     /// Hedged calls (replacing retries: its `retry.max_attempts` is 1).
     pub hedge: Option<HedgeParams>,
+    /// `retry_other_replica`: a retry avoids the callee's replicas its call already tried,
+    /// with this many host re-selections (Envoy's `previous_hosts`); `None`: a fresh pick.
+    pub reselects: Option<u32>,
 }
 
 /// A call's failure when its edge's breaker refuses it: a local 503 marked overloaded.
@@ -113,9 +117,15 @@ pub struct GraphParams {
 
 struct Service {
     first: Server,
+    /// Its other replicas, balancer, outlier detector, deploys and autoscaler.
     others: Option<Box<Replicas>>,
     /// Its edges' indices in [`Graph::edges`].
     edges: std::ops::Range<u32>,
+    /// A single replica's `restart` faults under way.
+    restarting: u32,
+    /// Its replica counts' index in the run's time series (a service that autoscales or
+    /// deploys, with the series kept).
+    series: Option<usize>,
 }
 
 struct Edge {
@@ -173,6 +183,8 @@ impl Graph {
                 first: Server::new(s.server, seed),
                 others: s.replicas.map(|p| Box::new(Replicas::new(p, seed))),
                 edges: start..edges.len() as u32,
+                restarting: 0,
+                series: None,
             });
             counts.services.push(ServiceCounts::default());
         }
@@ -328,11 +340,7 @@ impl Graph {
         }
         let req = Request::new(c, generation, call.waits_until.min(call.deadline));
         self.serial += 1;
-        let serial = self.serial;
-        let r = match &mut self.services[svc as usize].others {
-            Some(set) => set.pick(c, serial, now),
-            None => 0,
-        };
+        let r = self.pick_replica(c, self.serial, now);
         self.calls.get_mut(c).replica = r;
         let arrival = self.replica(svc, r).arrive::<false>(req, now);
         if let Some(set) = &mut self.services[svc as usize].others {
@@ -1017,6 +1025,8 @@ impl Graph {
         let (svc, r, generation, phase) = (call.service, call.replica, call.generation, call.phase);
         match phase {
             Phase::Free => return,
+            // Let go of by its replica (a restart): nothing left there.
+            Phase::Dropped => {}
             Phase::Queued => match self.replica(svc, r).cancel(c, generation, false, now) {
                 Cancelled::Removed(_) => {}
                 // Parked by an admission stage: it is answered later, to no one.
@@ -1041,7 +1051,7 @@ impl Graph {
                 self.release_worker(c, None, now, rec);
             }
         }
-        if phase != Phase::Calling
+        if !matches!(phase, Phase::Calling | Phase::Dropped)
             && let Some(set) = &mut self.services[svc as usize].others
         {
             set.left(r, c, generation, None, now);
@@ -1097,12 +1107,21 @@ impl Graph {
         self.levels(svc, r, now, rec);
     }
 
-    /// The entry service's levels go into the run's time series.
+    /// The entry service's levels go into the run's time series; a service's autoscaler
+    /// learns its replica's busy workers (a worker waiting for its downstream calls is busy).
     fn levels(&mut self, svc: u32, r: u32, now: Instant, rec: &mut RunRecorder) {
+        if svc != 0 && self.services[svc as usize].others.is_none() {
+            return;
+        }
+        let levels = self.replica(svc, r).levels();
+        if let Some(set) = &mut self.services[svc as usize].others
+            && let Some(a) = set.autoscaler()
+        {
+            a.levels(r, levels.0, levels.1, now);
+        }
         if svc != 0 {
             return;
         }
-        let levels = self.replica(0, r).levels();
         let (busy, queued) = match &mut self.services[0].others {
             Some(set) => set.levels(r, levels),
             None => levels,

@@ -34,6 +34,9 @@ pub enum Phase {
     /// The service's own work is done; its worker waits for the downstream calls of stage
     /// `stage` (an index into the service's `calls`).
     Calling,
+    /// Its replica went down (a restart) and let go of it: it is answered with a connection
+    /// reset as soon as the replica's other dropped requests are let go of too.
+    Dropped,
 }
 
 /// One request a service is working on.

@@ -67,6 +67,10 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
             Kind::GraphTimeout => g.timed_out(a, b, c as u32, s, rec),
             Kind::GraphReleased => g.released(a, b, s, rec),
             Kind::GraphCapacity => g.capacity_restored(a, s, rec),
+            Kind::GraphReplicaChange => g.replica_changed(c as u32, a, super::change_of(b), s, rec),
+            Kind::GraphOutlierTick => g.outlier_tick(a, s),
+            Kind::GraphAutoscaleSync => g.autoscale_sync(a, s, rec),
+            Kind::GraphReplicaReady => g.replica_ready(c as u32, a, b, s, rec),
             _ => unreachable!("not a graph event"),
         }
         self.graph_answers(s);
