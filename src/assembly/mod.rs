@@ -39,7 +39,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         keys: client::idempotency_keys(strategy),
         dead_letter: client::dead_letter(strategy),
         visibility: None,
-        layers: strategy.policy.layers.iter().map(gateways::layer).collect(),
+        proxies: gateways::chain(&strategy.policy.layers),
         pool: client::pool(strategy),
         bulkhead: client::bulkhead(strategy),
         hedge: hedge::hedge(strategy),
