@@ -1,7 +1,7 @@
 //! A strategy's gateway layers (`layers`) as a chain of the call graph's proxy nodes
 //! ([`crate::model::graph::proxy`]) in front of the run's own server: layer `i` is node `i`,
 //! whose single edge calls node `i + 1`, and the last layer's edge calls the server. Each
-//! edge carries its layer's client policy ([`Hop::layer`]): one call, not hedged.
+//! edge carries its layer's client policy (`Hop::layer`): one call, not hedged.
 
 use super::hop::Hop;
 use crate::experiment::LayerSpec;
@@ -11,7 +11,10 @@ use crate::model::graph::proxy::{ProxyParams, SERVER};
 /// The proxy nodes of `layers`, the first nearest the client (empty: no layers).
 pub fn chain(layers: &[LayerSpec]) -> Vec<ProxyParams> {
     let n = layers.len() as u32;
-    (0..n).zip(layers).map(|(i, l)| ProxyParams { edge: edge(l, if i + 1 < n { i + 1 } else { SERVER }) }).collect()
+    (0..n)
+        .zip(layers)
+        .map(|(i, l)| ProxyParams { edge: edge(l, if i + 1 < n { i + 1 } else { SERVER }) })
+        .collect()
 }
 
 /// Layer `l`'s edge to node `to`.

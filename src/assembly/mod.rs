@@ -1,7 +1,8 @@
 //! The assembly layer: the one place where an experiment file's types become the model's
 //! parameters (nexosim's split: `model` writes the models, this module assembles them from the
 //! file, `sweep` runs them). One file per thing it assembles: the [`client`] side (retry
-//! policy, controls, idempotency keys), the [`gateways`], the [`workload`], the [`network`],
+//! policy, controls, idempotency keys), the [`gateways`] (a chain of the call graph's proxy
+//! nodes), the [`graph`], the [`workload`], the [`network`],
 //! the [`server`], its [`faults`] and its [`replicas`], and the [`dist`]ributions they draw from. A key of the
 //! file can be renamed here without touching the model.
 

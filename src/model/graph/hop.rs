@@ -117,3 +117,90 @@ impl Tries {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Span;
+    use crate::engine::rng::{Stream, stream};
+    use crate::model::server::RetryAfterCode;
+    use crate::policy::route::Route;
+    use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn};
+
+    /// An edge with a 50 ms constant backoff, 3 attempts, an 80 ms try timeout and a 200 ms
+    /// route timeout that honours `x-envoy-overloaded`.
+    fn edge() -> EdgeParams {
+        EdgeParams {
+            to: 1,
+            count: 1,
+            parallel: false,
+            optional: false,
+            retry: RetryPolicy {
+                backoff: Backoff::Constant { base_ns: 50e6 },
+                retry_on: RetryOn::default(),
+                max_attempts: 3,
+                timeout: Some(Span::from_millis(80)),
+                deadline: None,
+                retry_after: RetryAfterPolicy { honor: false, cap: None, mode: RetryAfterMode::Replace },
+                honor_dont_retry: false,
+            },
+            gate: Default::default(),
+            route: Route { timeout: Some(Span::from_millis(200)), honor_overloaded: true },
+            hedge: None,
+        }
+    }
+
+    fn at(ms: u64) -> Instant {
+        Instant::ZERO + Span::from_millis(ms)
+    }
+
+    const FAIL: Reply = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::NONE };
+
+    #[test]
+    fn the_route_timeout_cuts_a_tries_wait_and_its_backoff() {
+        let (e, mut gate, mut rng) = (edge(), Gate::none(), stream(1, Stream::Graph));
+        let mut t = Tries::new(&e, Instant::ZERO);
+        assert_eq!(t.send(&e.retry, Instant::ZERO), (1, at(80)), "its own timeout first");
+        assert!(t.awaits(1) && !t.awaits(2));
+        assert_eq!(t.failed(&e, &mut gate, FAIL, at(80), &mut rng), AfterFailure::RetryAt(at(130)));
+        assert!(!t.awaits(1), "not after it failed");
+        // The second try's timeout (210 ms) is cut to the route's end.
+        assert_eq!(t.send(&e.retry, at(130)), (2, at(200)));
+        // Its backoff would end at 250 ms: the next send is at the route's end, which fails it.
+        assert_eq!(t.failed(&e, &mut gate, FAIL, at(200), &mut rng), AfterFailure::RetryAt(at(200)));
+        assert!(t.route_expired(at(200)) && !t.route_expired(at(199)));
+    }
+
+    #[test]
+    fn an_overloaded_answer_is_not_retried_where_the_mark_is_honoured() {
+        let (e, mut gate, mut rng) = (edge(), Gate::none(), stream(1, Stream::Graph));
+        let overloaded = Reply { outcome: Outcome::Status(503), retry_after: RetryAfterCode::OVERLOADED };
+        let mut t = Tries::new(&e, Instant::ZERO);
+        t.send(&e.retry, Instant::ZERO);
+        assert_eq!(t.failed(&e, &mut gate, overloaded, at(1), &mut rng), AfterFailure::Fail(overloaded));
+        let unmarked = EdgeParams { route: Route { honor_overloaded: false, ..e.route }, ..e.clone() };
+        let mut t = Tries::new(&unmarked, Instant::ZERO);
+        t.send(&unmarked.retry, Instant::ZERO);
+        assert_eq!(
+            t.failed(&unmarked, &mut gate, overloaded, at(1), &mut rng),
+            AfterFailure::RetryAt(at(51))
+        );
+    }
+
+    #[test]
+    fn the_last_attempt_fails_the_call() {
+        let (e, mut gate, mut rng) = (edge(), Gate::none(), stream(1, Stream::Graph));
+        let e = EdgeParams { route: Route::default(), ..e };
+        let mut t = Tries::new(&e, Instant::ZERO);
+        let mut now = Instant::ZERO;
+        for n in 1..=3 {
+            t.send(&e.retry, now);
+            match t.failed(&e, &mut gate, FAIL, now, &mut rng) {
+                AfterFailure::RetryAt(next) if n < 3 => now = next,
+                AfterFailure::Fail(r) if n == 3 => assert_eq!(r, FAIL),
+                other => panic!("attempt {n}: {other:?}"),
+            }
+        }
+        assert_eq!((t.attempts, t.k), (3, 2));
+    }
+}

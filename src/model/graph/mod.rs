@@ -8,7 +8,8 @@
 //! service makes its downstream calls, edge by edge in `calls` order: an edge's `count` calls
 //! go out together when `parallel`, else one after another. Each call along an edge is a
 //! [`Ticket`] that retries with the edge's client policy (its timeout,
-//! attempts, `retry_on`, backoff, and its budget and breaker as one client). The request
+//! attempts, `retry_on`, backoff, and its budget and breaker as one client; the tries are
+//! [`hop::Tries`], as a proxy node's). The request
 //! succeeds when every call of its required edges does; a call of an `optional` edge that
 //! fails is left out of the answer (a partial result). The first failed required call fails
 //! the request at once with that call's last answer, and the other calls still out are
@@ -48,6 +49,10 @@
 //!
 //! Answers to the user's client are handed back through [`Graph::answers`]; the queue model
 //! sends them over the response hop.
+//!
+//! **Proxy nodes** ([`proxy`]): services with no server, forwarding at once along their single
+//! edge. A strategy's gateway `layers` are a chain of them in front of the run's own
+//! `[server]`; they are not part of a `[[services]]` graph (DESIGN §3.7).
 
 pub mod hop;
 pub mod proxy;
@@ -66,8 +71,8 @@ use crate::policy::gate::{Admit, CostClass, Gate, GateParams};
 use crate::policy::hedge::{AfterAnswer, HedgeParams, HedgeScope};
 use crate::policy::route::{ROUTE_TIMEOUT_STATUS, Route};
 use crate::policy::{Outcome, RetryPolicy};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use hop::{AfterFailure, Tries};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use tables::{Call, Caller, HedgeCopy, NO_EDGE, Phase, Slots, Ticket};
 
 /// One edge: the callee and the caller's client policy for it.
@@ -557,7 +562,8 @@ impl Graph {
                 return;
             }
             // A hedge (not the first copy) takes a token from the edge's hedge budget.
-            if tk.tries.attempts > 0 && !self.edges[e as usize].hedging.as_mut().is_some_and(HedgeScope::take_token)
+            if tk.tries.attempts > 0
+                && !self.edges[e as usize].hedging.as_mut().is_some_and(HedgeScope::take_token)
             {
                 self.tickets.get_mut(t).tries.attempts += 1;
                 self.next_copy_on_timer(t, now, s);

@@ -195,14 +195,14 @@ impl Proxies {
     }
 
     /// Whether `ticket`'s route timeout has fired by `now` (then it answers
-    /// [`ROUTE_TIMEOUT`] instead of sending its next attempt).
+    /// `ROUTE_TIMEOUT` instead of sending its next attempt).
     #[inline]
-    pub fn route_expired(&self, ticket: u32, now: Instant) -> bool {
+    fn route_expired(&self, ticket: u32, now: Instant) -> bool {
         self.get(ticket).tries.route_expired(now)
     }
 
-    /// What `ticket` answers when it may not send its next attempt at `now`: [`ROUTE_TIMEOUT`]
-    /// when its route timed out during the backoff, [`LOCAL_REFUSAL`] when its proxy's
+    /// What `ticket` answers when it may not send its next attempt at `now`: `ROUTE_TIMEOUT`
+    /// when its route timed out during the backoff, `LOCAL_REFUSAL` when its proxy's
     /// breaker refuses the attempt; `None`: it may send it.
     pub fn refusal(&mut self, ticket: u32, now: Instant) -> Option<Reply> {
         if self.route_expired(ticket, now) {
@@ -310,9 +310,9 @@ impl Proxies {
 mod tests {
     use super::*;
     use crate::engine::Span;
+    use crate::model::server::RetryAfterCode;
     use crate::policy::route::Route;
     use crate::policy::{Backoff, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
-    use crate::model::server::RetryAfterCode;
 
     /// A proxy's edge as the assembly builds a layer's: a 5 ms constant backoff, the default
     /// `retry_on`, no deadline, Retry-After not read, no controls.

@@ -4,8 +4,8 @@
 //! earlier occupant is recognised as stale and ignored.
 
 use super::super::server::Reply;
-use crate::engine::Instant;
 use super::hop::Tries;
+use crate::engine::Instant;
 
 /// The entry call's edge: it comes from the user's client, not along an edge.
 pub const NO_EDGE: u32 = u32::MAX;
