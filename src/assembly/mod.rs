@@ -1,7 +1,8 @@
 //! The assembly layer: the one place where an experiment file's types become the model's
 //! parameters (nexosim's split: `model` writes the models, this module assembles them from the
 //! file, `sweep` runs them). One file per thing it assembles: the [`client`] side (retry
-//! policy, controls, idempotency keys), the [`gateways`], the [`workload`], the [`network`],
+//! policy, controls, idempotency keys), the [`gateways`] (a chain of the call graph's proxy
+//! nodes), the [`graph`], the [`workload`], the [`network`],
 //! the [`server`], its [`faults`] and its [`replicas`], and the [`dist`]ributions they draw from. A key of the
 //! file can be renamed here without touching the model.
 
@@ -39,7 +40,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         keys: client::idempotency_keys(strategy),
         dead_letter: client::dead_letter(strategy),
         visibility: None,
-        layers: strategy.policy.layers.iter().map(gateways::layer).collect(),
+        proxies: gateways::chain(&strategy.policy.layers),
         pool: client::pool(strategy),
         bulkhead: client::bulkhead(strategy),
         hedge: hedge::hedge(strategy),

@@ -32,7 +32,7 @@ pub enum Stream {
     Jitter = 5,
     /// The client-side controls' random draws (the SRE throttle's rejections).
     Controls = 6,
-    /// The gateway layers' jitter (`layers`).
+    /// The gateway layers' jitter (`layers`: the proxy nodes of `model::graph::proxy`).
     Gateways = 7,
     /// The server's adaptive concurrency controller (Envoy's minRTT jitter).
     ServerLimit = 8,

@@ -8,7 +8,6 @@ pub mod bulkheads;
 pub mod clients;
 pub mod connections;
 pub mod dist;
-pub mod gateway;
 pub mod graph;
 pub mod hedges;
 pub mod network;
@@ -108,8 +107,9 @@ pub struct RunParams {
     pub dead_letter: Option<DeadLetter>,
     /// A queue workload's visibility timeout ([`Delivery::visibility`]).
     pub visibility: Option<Span>,
-    /// The gateway layers between the clients and the server, client side first.
-    pub layers: Vec<gateway::LayerParams>,
+    /// The strategy's gateway layers: a chain of the call graph's proxy nodes between the
+    /// clients and the server, node 0 nearest the clients (empty: none).
+    pub proxies: Vec<graph::proxy::ProxyParams>,
     /// The clients' connection pool, if any.
     pub pool: Option<PoolParams>,
     /// The clients' bulkhead, if any.
@@ -137,7 +137,7 @@ pub fn is_plain_run(params: RunParams) -> bool {
     }
     let net = Network::new(&params.network, stream(0, Stream::Network));
     let server = server::Server::new(q, 0);
-    let layers = !params.layers.is_empty();
+    let layers = !params.proxies.is_empty();
     let waits = params.pool.is_some() || params.bulkhead.is_some() || params.hedge.is_some();
     queue_model::is_plain(&params.workload, &clients, &net, &server, layers, waits, &params.windows)
 }
@@ -169,7 +169,7 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
         horizon,
         bucket,
         keys,
-        layers,
+        proxies,
         pool,
         bulkhead,
         hedge,
@@ -184,13 +184,13 @@ pub fn simulate_with<C: QueueChoice>(params: RunParams, run_seed: u64) -> RunMet
     let latency = ws.latency();
     let (metrics, left) = match server {
         ServerKind::Queue(q) => {
-            let gateways = (!layers.is_empty()).then(|| gateway::Gateways::new(layers, run_seed));
+            let proxies = (!proxies.is_empty()).then(|| graph::proxy::Proxies::new(proxies, run_seed));
             let inputs = queue_model::RunInputs {
                 workload: &workload,
                 net,
                 clients,
                 keys,
-                gateways,
+                proxies,
                 connections: pool.map(|p| connections::Connections::new(p, workload.clients())),
                 bulkheads: bulkhead.map(|b| bulkheads::Bulkheads::new(b, workload.clients())),
                 hedges: hedge.map(|h| hedges::Hedges::new(h, workload.clients())),

@@ -18,8 +18,9 @@
 //! `max_wait`; a permit given back sends the oldest waiter's first attempt as a `Send` at that
 //! instant), or fails as `failed_bulkhead`; it gives the permit back when it ends.
 //!
-//! With gateway `layers` ([`super::gateway`]), the request hop ends at the first layer
-//! instead: each layer sends the request down (`LayerSend`, racing its own `LayerTimeout`)
+//! With gateway `layers` (a chain of the call graph's proxy nodes, [`super::graph::proxy`];
+//! wired in `proxies.rs`), the request hop ends at the first node instead: each node sends
+//! the request down (`ProxySend`, racing its own `ProxyTimeout`)
 //! until the last one calls the server, and answers flow back up the same way. A request to
 //! the server then names the lowest layer's ticket and attempt in its `attempt` field.
 //!
@@ -38,12 +39,13 @@
 
 mod graph;
 mod hedging;
+mod proxies;
 
 use super::autoscaler::ScaleStep;
 use super::bulkheads::{Bulkheads, Entry};
 use super::clients::{AfterFailure, Clients, NextOp, Sent};
 use super::connections::{self, Connections, Grant};
-use super::gateway::{self, Caller, Gateways, Step};
+use super::graph::proxy::{self, Caller, Proxies};
 use super::graph::{Graph, GraphParams};
 use super::hedges::Hedges;
 use super::network::Network;
@@ -76,7 +78,7 @@ pub enum Kind {
     ClientStart,
     /// A backoff (or a wait the gate imposed) ended: operation `a` sends its next attempt.
     Send,
-    /// Attempt `b` of operation `a` reaches the server (or the first gateway layer); its
+    /// Attempt `b` of operation `a` reaches the server (or the first proxy node); its
     /// client stops waiting at `c` (nanoseconds).
     Arrive,
     /// Worker `a` of replica `b` finishes serving.
@@ -87,10 +89,10 @@ pub enum Kind {
     Timeout,
     /// Capacity went back up: waiting requests may start.
     CapacityRestored,
-    /// A gateway layer's backoff ended: ticket `a` sends its next attempt down.
-    LayerSend,
-    /// A gateway layer stops waiting for attempt `b` of ticket `a`.
-    LayerTimeout,
+    /// A proxy node's backoff ended: ticket `a` sends its next attempt down.
+    ProxySend,
+    /// A proxy node stops waiting for attempt `b` of ticket `a`.
+    ProxyTimeout,
     /// The connection opening for attempt `b` of operation `a` is ready.
     Connected,
     /// Attempt `b` of operation `a` has waited the pool's `max_wait` for a connection.
@@ -211,12 +213,12 @@ impl Ev {
         Ev::of(Kind::BulkheadWait, op, 0, 0)
     }
     #[inline(always)]
-    pub fn layer_send(ticket: u32) -> Ev {
-        Ev::of(Kind::LayerSend, ticket, 0, 0)
+    pub fn proxy_send(ticket: u32) -> Ev {
+        Ev::of(Kind::ProxySend, ticket, 0, 0)
     }
     #[inline(always)]
-    pub fn layer_timeout(ticket: u32, attempt: u32) -> Ev {
-        Ev::of(Kind::LayerTimeout, ticket, attempt, 0)
+    pub fn proxy_timeout(ticket: u32, attempt: u32) -> Ev {
+        Ev::of(Kind::ProxyTimeout, ticket, attempt, 0)
     }
     #[inline(always)]
     pub fn redrive(op: u32) -> Ev {
@@ -307,8 +309,8 @@ struct QueueModel<const PLAIN: bool> {
     first_starts: StartTimes,
     /// Serial workloads: when each client starts its next call (never plain).
     serial: Option<SerialStarts>,
-    /// The strategy's gateway layers, if it has any.
-    gateways: Option<Gateways>,
+    /// The strategy's gateway layers (a chain of proxy nodes), if it has any.
+    proxies: Option<Proxies>,
     /// The clients' connection pools, if the strategy has one.
     connections: Option<Connections>,
     /// The clients' bulkheads, if the strategy has one.
@@ -336,7 +338,7 @@ pub struct RunInputs<'a, Q> {
     pub clients: Clients,
     /// The idempotency keys the clients' attempts carry.
     pub keys: KeyMode,
-    pub gateways: Option<Gateways>,
+    pub proxies: Option<Proxies>,
     pub connections: Option<Connections>,
     pub bulkheads: Option<Bulkheads>,
     pub hedges: Option<Hedges>,
@@ -364,7 +366,7 @@ pub fn run<Q: EventQueue<Ev>>(
     if inputs.clients.has_priorities() {
         server.shed_by_priority();
     }
-    let layers = inputs.gateways.is_some();
+    let layers = inputs.proxies.is_some();
     let waits = inputs.connections.is_some() || inputs.bulkheads.is_some() || inputs.hedges.is_some();
     if plain_copy
         && inputs.replicas.is_none()
@@ -433,7 +435,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         net,
         clients,
         keys,
-        gateways,
+        proxies,
         connections,
         bulkheads,
         hedges,
@@ -499,7 +501,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         open: None,
         first_starts: StartTimes::new(0, Span::ZERO),
         serial: None,
-        gateways,
+        proxies,
         connections,
         bulkheads,
         hedges,
@@ -695,9 +697,9 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             }
             Kind::Redrive => self.redrive(a, s),
             Kind::Hedge => self.hedge_timer(a, b, s),
-            Kind::LayerSend => {
-                self.layer_send(a, s);
-                self.layer_release(a);
+            Kind::ProxySend => {
+                self.proxy_send(a, s);
+                self.proxy_release(a);
             }
             Kind::GraphDone
             | Kind::GraphSend
@@ -708,12 +710,7 @@ impl<const PLAIN: bool> Model for QueueModel<PLAIN> {
             | Kind::GraphOutlierTick
             | Kind::GraphAutoscaleSync
             | Kind::GraphReplicaReady => self.graph_event(kind, a, b, c, s),
-            Kind::LayerTimeout => {
-                let (ticket, attempt) = (a, b);
-                let step = self.gateways().timed_out(ticket, attempt, now);
-                self.layer_step(ticket, step, s);
-                self.layer_release(ticket);
-            }
+            Kind::ProxyTimeout => self.proxy_timed_out(a, b, s),
         }
     }
 }
@@ -723,12 +720,6 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     #[inline(always)]
     fn instant_net(&self) -> bool {
         PLAIN || self.instant_net
-    }
-
-    /// Whether the strategy has gateway layers (never, compiled for a plain run).
-    #[inline(always)]
-    fn has_gateways(&self) -> bool {
-        !PLAIN && self.gateways.is_some()
     }
 
     /// Whether the server has several replicas (never, compiled for a plain run).
@@ -1038,7 +1029,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         self.answer(op, attempt, reply, s)
     }
 
-    /// Attempt `attempt` of `op` (or of a gateway's ticket: see the module docs) reaches the
+    /// Attempt `attempt` of `op` (or of a proxy node's ticket: see the module docs) reaches the
     /// server and passes its admission pipeline. The request is put together here, not by the
     /// caller: one built in the caller's frame and passed by reference is read back with
     /// wider loads than it was written with, which stalls (store-to-load forwarding; see
@@ -1304,13 +1295,13 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         self.rec.levels(now, busy, queued);
     }
 
-    /// The server answers `req`: to the lowest gateway layer, or to the client.
+    /// The server answers `req`: to the last proxy node, or to the client.
     // Always inlined: with the pool's and the bulkhead's code in the answer path, the plain copy
     // kept it as a call (548 k calls on the 10k herd, +2.9 % instructions; benches/README.md).
     #[inline(always)]
     fn respond<Q: EventQueue<Ev>>(&mut self, req: Request, reply: Reply, s: &mut Scheduler<Ev, Q>) {
-        if self.has_gateways() {
-            return self.layer_answered(req.attempt, reply, s);
+        if self.has_proxies() {
+            return self.proxy_answered(req.attempt, reply, s);
         }
         self.respond_to_client(req, reply, s)
     }
@@ -1318,8 +1309,8 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     /// The server will never answer `req` (dropped or silenced): what held on to it lets go.
     #[inline]
     fn unanswered<Q: EventQueue<Ev>>(&mut self, req: Request, s: &mut Scheduler<Ev, Q>) {
-        if self.has_gateways() {
-            return self.layer_release(gateway::unpack(req.attempt).0);
+        if self.has_proxies() {
+            return self.proxy_release(proxy::unpack(req.attempt).0);
         }
         if self.has_pool() {
             let c = self.connections.as_mut().expect("checked");
@@ -1395,7 +1386,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         self.clients.ops.release(op);
     }
 
-    /// A request from the client went over the network: to the first gateway layer, or to
+    /// A request from the client went over the network: to the first proxy node, or to
     /// the server.
     #[inline]
     fn deliver<Q: EventQueue<Ev>>(
@@ -1405,109 +1396,13 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         gives_up_at: Instant,
         s: &mut Scheduler<Ev, Q>,
     ) {
-        if self.has_gateways() {
-            return self.layer_receive(op, Caller::Client { attempt }, 0, s);
+        if self.has_proxies() {
+            return self.proxy_receive(op, Caller::Client { attempt }, 0, s);
         }
         if self.has_hedging() && self.cancelled_on_the_way(op, attempt) {
             return;
         }
         self.arrive(op, attempt, gives_up_at, s)
-    }
-
-    #[inline]
-    fn gateways(&mut self) -> &mut Gateways {
-        self.gateways.as_mut().expect("only called with gateway layers")
-    }
-
-    /// Layer `layer` receives a request of `op` from `caller`, and sends it down.
-    #[inline(never)]
-    fn layer_receive<Q: EventQueue<Ev>>(
-        &mut self,
-        op: u32,
-        caller: Caller,
-        layer: usize,
-        s: &mut Scheduler<Ev, Q>,
-    ) {
-        let ticket = self.gateways().open(op, layer, caller, s.now());
-        // The ticket holds the operation's slot: its requests name it until they are answered.
-        self.clients.ops.get(op).refs += 1;
-        self.layer_send(ticket, s);
-        self.layer_release(ticket);
-    }
-
-    /// `ticket` sends its next attempt down: to the next layer, or to the server.
-    #[inline(never)]
-    fn layer_send<Q: EventQueue<Ev>>(&mut self, ticket: u32, s: &mut Scheduler<Ev, Q>) {
-        let g = self.gateways.as_mut().expect("only called with gateway layers");
-        if g.route_expired(ticket, s.now()) {
-            // The route timed out during the backoff: no further try.
-            return self.layer_step(ticket, Some(Step::Answer(gateway::ROUTE_TIMEOUT)), s);
-        }
-        if !g.admit(ticket, s.now()) {
-            // The layer's own breaker refused: it answers its caller itself.
-            return self.layer_step(ticket, Some(Step::Answer(gateway::LOCAL_REFUSAL)), s);
-        }
-        let (attempt, gives_up_at) = g.send(ticket, s.now());
-        if !gives_up_at.is_never() {
-            g.retain(ticket);
-            s.schedule_at(gives_up_at, Ev::layer_timeout(ticket, attempt));
-        }
-        // The request sent down holds the ticket until it is answered or lost.
-        g.retain(ticket);
-        let (op, layer) = (g.get(ticket).op, g.get(ticket).layer as usize);
-        if g.calls_server(ticket) {
-            self.arrive(op, gateway::pack(ticket, attempt), gives_up_at, s);
-        } else {
-            self.layer_receive(op, Caller::Layer { ticket, attempt }, layer + 1, s);
-        }
-    }
-
-    /// The answer to attempt `packed` ([`gateway::pack`]) of a ticket arrived from below.
-    #[inline(never)]
-    fn layer_answered<Q: EventQueue<Ev>>(&mut self, packed: u32, reply: Reply, s: &mut Scheduler<Ev, Q>) {
-        let (ticket, attempt) = gateway::unpack(packed);
-        let step = self.gateways().answered(ticket, attempt, reply, s.now());
-        self.layer_step(ticket, step, s);
-        self.layer_release(ticket);
-    }
-
-    /// What `ticket`'s layer decided: retry after a backoff, or answer its caller.
-    fn layer_step<Q: EventQueue<Ev>>(&mut self, ticket: u32, step: Option<Step>, s: &mut Scheduler<Ev, Q>) {
-        match step {
-            None => {}
-            Some(Step::Retry(delay)) => {
-                self.gateways().retain(ticket);
-                s.schedule_in(delay, Ev::layer_send(ticket));
-            }
-            Some(Step::Answer(reply)) => {
-                let g = self.gateways();
-                g.finish(ticket, reply);
-                let (op, caller) = (g.get(ticket).op, g.get(ticket).caller);
-                match caller {
-                    // The answer hop takes over the client's hold on its operation.
-                    Caller::Client { attempt } => {
-                        self.respond_to_client(Request::new(op, attempt, Instant::NEVER), reply, s)
-                    }
-                    Caller::Layer { ticket, attempt } => {
-                        self.layer_answered(gateway::pack(ticket, attempt), reply, s)
-                    }
-                }
-            }
-        }
-    }
-
-    /// A pending event or request naming `ticket` is gone. A freed ticket lets go of its
-    /// operation; one that hung up (it never answered) releases its caller too.
-    fn layer_release(&mut self, ticket: u32) {
-        let mut ticket = ticket;
-        while let Some((op, hung)) = self.gateways().release(ticket) {
-            self.clients.ops.release(op);
-            match hung {
-                None => return,
-                Some(Caller::Client { .. }) => return self.clients.ops.release(op),
-                Some(Caller::Layer { ticket: above, .. }) => ticket = above,
-            }
-        }
     }
 
     /// A started operation goes through its bulkhead, if any, before its first attempt.

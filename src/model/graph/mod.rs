@@ -8,7 +8,8 @@
 //! service makes its downstream calls, edge by edge in `calls` order: an edge's `count` calls
 //! go out together when `parallel`, else one after another. Each call along an edge is a
 //! [`Ticket`] that retries with the edge's client policy (its timeout,
-//! attempts, `retry_on`, backoff, and its budget and breaker as one client). The request
+//! attempts, `retry_on`, backoff, and its budget and breaker as one client; the tries are
+//! [`hop::Tries`], as a proxy node's). The request
 //! succeeds when every call of its required edges does; a call of an `optional` edge that
 //! fails is left out of the answer (a partial result). The first failed required call fails
 //! the request at once with that call's last answer, and the other calls still out are
@@ -48,7 +49,13 @@
 //!
 //! Answers to the user's client are handed back through [`Graph::answers`]; the queue model
 //! sends them over the response hop.
+//!
+//! **Proxy nodes** ([`proxy`]): services with no server, forwarding at once along their single
+//! edge. A strategy's gateway `layers` are a chain of them in front of the run's own
+//! `[server]`; they are not part of a `[[services]]` graph (DESIGN §3.7).
 
+pub mod hop;
+pub mod proxy;
 pub mod replicas;
 pub mod tables;
 
@@ -63,8 +70,9 @@ use crate::metrics::RunRecorder;
 use crate::metrics::graph::{EdgeCounts, GraphCounts, ServiceCounts};
 use crate::policy::gate::{Admit, CostClass, Gate, GateParams};
 use crate::policy::hedge::{AfterAnswer, HedgeParams, HedgeScope};
-use crate::policy::route::{self, ROUTE_TIMEOUT_STATUS, Route};
-use crate::policy::{Decision, FailedAttempt, Outcome, RetryPolicy};
+use crate::policy::route::{ROUTE_TIMEOUT_STATUS, Route};
+use crate::policy::{Outcome, RetryPolicy};
+use hop::{AfterFailure, Tries};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tables::{Call, Caller, HedgeCopy, NO_EDGE, Phase, Slots, Ticket};
 
@@ -509,9 +517,8 @@ impl Graph {
     /// Request `c` makes a call along edge `e`: its first attempt goes out as an event at this
     /// instant.
     fn open_ticket<Q: EventQueue<Ev>>(&mut self, c: u32, e: u32, s: &mut Scheduler<Ev, Q>) {
-        let backoff = self.edges[e as usize].p.retry.backoff.initial_state();
         let now = s.now();
-        let route_ends = self.edges[e as usize].p.route.ends(now);
+        let tries = Tries::new(&self.edges[e as usize].p, now);
         let t = self.tickets.take(|old| {
             let (generation, copies) = match old {
                 Some(o) => (o.generation.wrapping_add(1), std::mem::take(&mut o.copies)),
@@ -522,15 +529,8 @@ impl Graph {
                 live: true,
                 parent: c,
                 edge: e,
-                attempts: 0,
-                k: 0,
-                waiting: false,
-                first_sent: now,
-                sent_at: now,
-                route_ends,
+                tries,
                 current: None,
-                backoff,
-                last_cost: CostClass::NONE,
                 copies,
                 timer: 0,
                 last_failure: None,
@@ -566,30 +566,31 @@ impl Graph {
         let (e, parent) = (tk.edge, tk.parent);
         let hedge = self.edges[e as usize].p.hedge;
         if let Some(h) = hedge {
-            if timer != tk.timer || tk.attempts >= h.max_attempts {
+            if timer != tk.timer || tk.tries.attempts >= h.max_attempts {
                 return;
             }
             // A hedge (not the first copy) takes a token from the edge's hedge budget.
-            if tk.attempts > 0 && !self.edges[e as usize].hedging.as_mut().is_some_and(HedgeScope::take_token)
+            if tk.tries.attempts > 0
+                && !self.edges[e as usize].hedging.as_mut().is_some_and(HedgeScope::take_token)
             {
-                self.tickets.get_mut(t).attempts += 1;
+                self.tickets.get_mut(t).tries.attempts += 1;
                 self.next_copy_on_timer(t, now, s);
                 return self.settle_hedge(t, s, rec);
             }
         }
-        if now >= tk.route_ends {
+        if tk.tries.route_expired(now) {
             // The route timed out during the backoff: no further try.
             self.end_ticket(t, false, ROUTE_TIMEOUT, s, rec);
             return self.settle(s, rec);
         }
         let edge = &mut self.edges[e as usize];
         if !edge.gate.is_empty() {
-            match edge.gate.admit(0, now, tk.attempts + 1, false) {
+            match edge.gate.admit(0, now, tk.tries.attempts + 1, false) {
                 Admit::Send => {}
                 Admit::Wait(wait) => return s.schedule_in(wait, Ev::graph_send(t, generation)),
                 Admit::Refuse(_) if hedge.is_some() => {
                     let tk = self.tickets.get_mut(t);
-                    tk.attempts += 1;
+                    tk.tries.attempts += 1;
                     tk.last_failure = Some(LOCAL_REFUSAL);
                     self.next_copy_on_timer(t, now, s);
                     return self.settle_hedge(t, s, rec);
@@ -608,13 +609,8 @@ impl Graph {
             return self.settle(s, rec);
         }
         let policy = self.edges[e as usize].p.retry;
-        let tk = self.tickets.get_mut(t);
-        tk.attempts += 1;
-        tk.waiting = true;
-        tk.sent_at = now;
-        let own = policy.gives_up_at(tk.first_sent, now).min(tk.route_ends);
+        let (attempt, own) = self.tickets.get_mut(t).tries.send(&policy, now);
         let gives_up_at = if self.deadline { own.min(parent_deadline) } else { own };
-        let attempt = tk.attempts;
         if !gives_up_at.is_never() {
             s.schedule_at(gives_up_at, Ev::graph_timeout(t, generation, attempt));
         }
@@ -641,7 +637,7 @@ impl Graph {
         let tk = self.tickets.get_mut(t);
         let edge = &mut self.edges[tk.edge as usize];
         let (Some(h), Some(scope)) = (&edge.p.hedge, &mut edge.hedging) else { return };
-        if tk.attempts >= h.max_attempts {
+        if tk.tries.attempts >= h.max_attempts {
             return;
         }
         if let Some(delay) = scope.delay(h, now) {
@@ -687,7 +683,7 @@ impl Graph {
         match h.after_answer(reply.outcome, None) {
             AfterAnswer::NonFatal { .. } => {
                 tk.last_failure = Some(reply);
-                if tk.attempts < h.max_attempts {
+                if tk.tries.attempts < h.max_attempts {
                     tk.timer = tk.timer.wrapping_add(1);
                     s.schedule_in(Span::ZERO, Ev::graph_hedge(t, tk.generation, tk.timer));
                 } else if tk.copies.is_empty() {
@@ -712,7 +708,7 @@ impl Graph {
             return;
         }
         if self.edges[tk.edge as usize].p.hedge.is_some() {
-            let route_ends = tk.route_ends;
+            let route_ends = tk.tries.route_ends;
             let Some(copy) = self.take_copy(t, attempt) else { return };
             if self.alive(copy.call, copy.generation) {
                 self.abandon(copy.call, s.now(), rec);
@@ -725,10 +721,10 @@ impl Graph {
             }
             return self.settle(s, rec);
         }
-        if !tk.waiting || tk.attempts != attempt {
+        if !tk.tries.awaits(attempt) {
             return;
         }
-        let route_ends = tk.route_ends;
+        let route_ends = tk.tries.route_ends;
         if let Some((d, dgen)) = tk.current
             && self.alive(d, dgen)
         {
@@ -770,12 +766,12 @@ impl Graph {
             }
             return self.copy_failed(t, copy, reply, s, rec);
         }
-        if !tk.waiting || tk.attempts != attempt {
+        if !tk.tries.awaits(attempt) {
             return;
         }
         if reply.outcome == Outcome::Success {
             self.tell_gate(t, reply.outcome, s.now());
-            self.tickets.get_mut(t).waiting = false;
+            self.tickets.get_mut(t).tries.waiting = false;
             return self.end_ticket(t, true, reply, s, rec);
         }
         self.failed(t, reply, s, rec)
@@ -784,7 +780,7 @@ impl Graph {
     /// The edge's controls learn the outcome of ticket `t`'s current attempt.
     fn tell_gate(&mut self, t: u32, outcome: Outcome, now: Instant) {
         let tk = self.tickets.get(t);
-        self.tell_gate_of(t, tk.attempts, outcome, tk.sent_at, now);
+        self.tell_gate_of(t, tk.tries.attempts, outcome, tk.tries.sent_at, now);
     }
 
     /// The edge's controls learn the outcome of ticket `t`'s attempt (or copy) `attempt`,
@@ -805,28 +801,12 @@ impl Graph {
         let now = s.now();
         self.tell_gate(t, reply.outcome, now);
         let tk = self.tickets.get_mut(t);
-        tk.waiting = false;
         tk.current = None;
         let edge = &mut self.edges[tk.edge as usize];
-        if edge.p.route.stops_on(reply.retry_after.is_overloaded()) {
-            return self.end_ticket(t, false, reply, s, rec);
-        }
-        let failed = FailedAttempt {
-            outcome: reply.outcome,
-            attempt: tk.attempts,
-            k: tk.k + 1,
-            retry_after: reply.retry_after.decode(),
-            started: tk.first_sent,
-            now,
-        };
-        let policy = edge.p.retry;
-        match edge.gate.hop_decision(&policy, &failed, &mut tk.backoff, &mut tk.last_cost, &mut self.rng) {
-            Decision::Retry { delay, reset_backoff } => {
-                tk.k = if reset_backoff { 0 } else { tk.k + 1 };
-                // A backoff past the route's end ends there: the send then fails the call 504.
-                s.schedule_at(route::retry_at(now, delay, tk.route_ends), Ev::graph_send(t, tk.generation));
-            }
-            Decision::Stop(_) => self.end_ticket(t, false, reply, s, rec),
+        match tk.tries.failed(&edge.p, &mut edge.gate, reply, now, &mut self.rng) {
+            // A backoff past the route's end ends there: the send then fails the call 504.
+            AfterFailure::RetryAt(at) => s.schedule_at(at, Ev::graph_send(t, tk.generation)),
+            AfterFailure::Fail(reply) => self.end_ticket(t, false, reply, s, rec),
         }
     }
 
@@ -842,7 +822,7 @@ impl Graph {
     ) {
         let (e, parent, last_cost) = {
             let tk = self.tickets.get(t);
-            (tk.edge, tk.parent, tk.last_cost)
+            (tk.edge, tk.parent, tk.tries.last_cost)
         };
         if !self.tickets.get(t).copies.is_empty() {
             // The call is decided: its other copies are cancelled (gRPC A6).

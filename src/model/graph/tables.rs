@@ -4,9 +4,8 @@
 //! earlier occupant is recognised as stale and ignored.
 
 use super::super::server::Reply;
+use super::hop::Tries;
 use crate::engine::Instant;
-use crate::policy::BackoffState;
-use crate::policy::gate::CostClass;
 
 /// The entry call's edge: it comes from the user's client, not along an edge.
 pub const NO_EDGE: u32 = u32::MAX;
@@ -75,22 +74,10 @@ pub struct Ticket {
     /// The calling request, and its generation.
     pub parent: u32,
     pub edge: u32,
-    /// Attempts sent so far.
-    pub attempts: u32,
-    /// Retries since the backoff last started over.
-    pub k: u32,
-    /// Waiting for the answer to attempt `attempts` (false while backing off).
-    pub waiting: bool,
-    /// When the first attempt was sent (the policy's deadline counts from it), and the
-    /// current one.
-    pub first_sent: Instant,
-    pub sent_at: Instant,
-    /// When the edge's route timeout fails the call ([`Instant::NEVER`]: no route timeout).
-    pub route_ends: Instant,
+    /// Its tries, as any hop's ([`super::hop`]).
+    pub tries: Tries,
     /// The request of the current attempt: (call slot, its generation).
     pub current: Option<(u32, u32)>,
-    pub backoff: BackoffState,
-    pub last_cost: CostClass,
     /// A hedged edge's copies out.
     pub copies: Vec<HedgeCopy>,
     /// The valid hedge timer: a pending timer with another number is stale.
