@@ -344,6 +344,12 @@ impl Replicas {
         self.autoscaler.as_deref_mut()
     }
 
+    /// Whether an autoscaler moves these replicas.
+    #[inline]
+    pub fn autoscales(&self) -> bool {
+        self.autoscaler.is_some()
+    }
+
     /// Replicas up (serving, ejected or not).
     pub fn up_count(&self) -> u32 {
         self.state.iter().filter(|s| **s == SlotState::Up).count() as u32

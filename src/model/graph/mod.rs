@@ -1090,13 +1090,13 @@ impl Graph {
     /// The entry service's levels go into the run's time series; a service's autoscaler
     /// learns its replica's busy workers (a worker waiting for its downstream calls is busy).
     fn levels(&mut self, svc: u32, r: u32, now: Instant, rec: &mut RunRecorder) {
-        if svc != 0 && self.services[svc as usize].others.is_none() {
+        // Most services neither feed the run's series nor autoscale: nothing to read.
+        let scaled = self.services[svc as usize].others.as_ref().is_some_and(|o| o.autoscales());
+        if svc != 0 && !scaled {
             return;
         }
         let levels = self.replica(svc, r).levels();
-        if let Some(set) = &mut self.services[svc as usize].others
-            && let Some(a) = set.autoscaler()
-        {
+        if scaled && let Some(a) = self.services[svc as usize].others.as_mut().and_then(|o| o.autoscaler()) {
             a.levels(r, levels.0, levels.1, now);
         }
         if svc != 0 {
