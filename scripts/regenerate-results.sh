@@ -10,7 +10,7 @@ bin="${CARGO_TARGET_DIR:-target}/release/retrysim"
 for e in retry-storm aws-2015-jitter herd-10k herd-1m long-open budgets-vs-breakers \
   payment-outage loyalty-batch queue-visibility metastable layered-retries rate-limited-api \
   fixed-window-herd queue-discipline adaptive-limits hedging-tail hedging-slowdown replica-outage \
-  open-closed-collapse rolling-deploy retries-everywhere fanout-tail autoscale-storm; do
+  open-closed-collapse rolling-deploy retries-everywhere fanout-tail autoscale-storm autoscale-storm-kpa; do
   echo "== $e"
   rm -rf "results/$e"
   "$bin" run "experiments/$e.toml" --out "results/$e" --quiet

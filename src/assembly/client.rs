@@ -3,8 +3,8 @@
 
 use crate::engine::{Instant, Span};
 use crate::experiment::{
-    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RedriveKey, RetryAfterModeSpec, RetryGroup,
-    RetryOnItem, Strategy,
+    BackoffSpec, Duration, IdempotencyMode, NamedFailure, RedriveKey, RetryAfterModeSpec, RetryOnItem,
+    Strategy,
 };
 use crate::experiment::{
     BreakerSpec, BreakerWindowSpec, BudgetSpec, LimitSpec, Scope as SpecScope, ThrottleSpec,
@@ -244,8 +244,8 @@ pub fn idempotency_keys(s: &Strategy) -> KeyMode {
     }
 }
 
-/// `retry_on`, or DESIGN §3.5's defaults when absent; a group retries
-/// [`group_outcomes`].
+/// `retry_on`, or DESIGN §3.5's defaults when absent; a group retries its
+/// [`crate::experiment::RetryGroup::outcomes`].
 pub fn retry_on(items: Option<&[RetryOnItem]>) -> RetryOn {
     let Some(items) = items else { return RetryOn::default() };
     RetryOn::of(items.iter().flat_map(|item| -> Vec<Outcome> {
@@ -253,28 +253,9 @@ pub fn retry_on(items: Option<&[RetryOnItem]>) -> RetryOn {
             RetryOnItem::Status(s) => vec![Outcome::Status(s)],
             RetryOnItem::Named(NamedFailure::Timeout) => vec![Outcome::Timeout],
             RetryOnItem::Named(NamedFailure::ConnectionError) => vec![Outcome::ConnectionError],
-            RetryOnItem::Group(g) => group_outcomes(g),
+            RetryOnItem::Group(g) => g.outcomes(),
         }
     }))
-}
-
-/// The outcomes an Envoy `retry_on` group retries (Envoy's
-/// `RetryPolicyImpl::wouldRetryFromHeaders` / `wouldRetryFromReset`): a timeout is a per-try
-/// timeout, which Envoy resets (a local reset), and a connection error a connection failure,
-/// which are retried under `5xx`, `gateway-error` and `reset`; `connect-failure` retries
-/// connection failures only; `retriable-4xx` is 409; `retriable-status-codes` the list's own
-/// statuses (none of its own). The one home of this mapping: `retry_on` lists and the Envoy
-/// importer (`interop::envoy`) both expand groups here.
-pub fn group_outcomes(group: RetryGroup) -> Vec<Outcome> {
-    const RESETS: [Outcome; 2] = [Outcome::Timeout, Outcome::ConnectionError];
-    match group {
-        RetryGroup::FiveXx => (500..=599).map(Outcome::Status).chain(RESETS).collect(),
-        RetryGroup::GatewayError => [502, 503, 504].map(Outcome::Status).into_iter().chain(RESETS).collect(),
-        RetryGroup::Reset => RESETS.to_vec(),
-        RetryGroup::ConnectFailure => vec![Outcome::ConnectionError],
-        RetryGroup::Retriable4xx => vec![Outcome::Status(409)],
-        RetryGroup::RetriableStatusCodes => Vec::new(),
-    }
 }
 
 /// A backoff with its durations in nanoseconds; no cap is [`MAX_DELAY_NS`].
@@ -321,6 +302,7 @@ pub fn backoff(spec: &BackoffSpec) -> Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::RetryGroup;
 
     #[test]
     fn file_values_become_nanoseconds() {

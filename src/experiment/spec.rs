@@ -811,9 +811,25 @@ impl RetryGroup {
         names
     };
 
-    /// The group Envoy names `name`, if the model has it.
-    pub fn named(name: &str) -> Option<RetryGroup> {
-        Self::ALL.iter().find(|(_, n)| *n == name).map(|(g, _)| *g)
+    /// Its name in Envoy's `retry_on`.
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(g, _)| *g == self).map(|(_, n)| *n).expect("every group is in ALL")
+    }
+
+    /// The model's outcomes it retries ([`crate::interop::strategy::envoy_group_failures`],
+    /// the one home of the mapping).
+    pub fn outcomes(self) -> Vec<crate::policy::Outcome> {
+        use crate::interop::strategy::{Failure, envoy_group_failures};
+        use crate::policy::Outcome;
+        let failures = envoy_group_failures(self.name()).expect("every group has its failures");
+        failures
+            .into_iter()
+            .map(|f| match f {
+                Failure::Status(s) => Outcome::Status(s),
+                Failure::Timeout => Outcome::Timeout,
+                Failure::ConnectionError => Outcome::ConnectionError,
+            })
+            .collect()
     }
 }
 

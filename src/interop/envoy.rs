@@ -17,13 +17,12 @@
 //! Retry-After in seconds with the 300 s maximum) is refused, naming the field.
 
 use super::keys::{Keys, dropped_comment};
-use super::strategy::{Failure, Strategy, duration_value, retry_on_value, server_errors};
+use super::strategy::{
+    Failure, Strategy, duration_value, envoy_group_failures, retry_on_value, server_errors,
+};
 use super::yaml::{self, bad, documents, field, map, mapping, string};
 use super::{Exported, Format, Imported, InteropError};
-use crate::assembly::client::group_outcomes;
 use crate::engine::Span;
-use crate::experiment::spec::RetryGroup;
-use crate::policy::Outcome;
 use serde_yaml_ng::{Mapping, Value};
 use std::collections::BTreeSet;
 use toml::Table;
@@ -344,16 +343,6 @@ const CONDITION_MEANINGS: &[(&str, &str)] = &[
     ("unavailable", "503 (gRPC UNAVAILABLE)"),
 ];
 
-/// The failures an Envoy group retries, as the model expands it ([`group_outcomes`]).
-fn group_failures(group: RetryGroup) -> impl Iterator<Item = Failure> {
-    group_outcomes(group).into_iter().filter_map(|o| match o {
-        Outcome::Status(s) => Some(Failure::Status(s)),
-        Outcome::Timeout => Some(Failure::Timeout),
-        Outcome::ConnectionError => Some(Failure::ConnectionError),
-        Outcome::Success => None,
-    })
-}
-
 /// The retried outcomes of Envoy's `retry_on` conditions (and, with `retriable-status-codes`,
 /// of `codes`), reference §3g. gRPC conditions stand for the HTTP status of their code
 /// (google.rpc.Code's HTTP mapping), as the presets' statuses do.
@@ -369,12 +358,12 @@ pub(super) fn conditions(
         if let Some(meaning) = CONDITION_MEANINGS.iter().find(|(name, _)| name == c).map(|(_, m)| m) {
             notes.push(format!("{path}: {c} retries {meaning} (docs/retry-policies.md §3g)"));
         }
-        if let Some(group) = RetryGroup::named(c) {
-            set.extend(group_failures(group));
+        if let Some(failures) = envoy_group_failures(c) {
+            set.extend(failures);
         }
         match *c {
             "5xx" | "gateway-error" | "reset" | "connect-failure" | "retriable-4xx" => {}
-            "reset-before-request" => set.extend(group_failures(RetryGroup::ConnectFailure)),
+            "reset-before-request" => set.extend(envoy_group_failures("connect-failure").unwrap_or_default()),
             "retriable-status-codes" => {
                 for &code in codes {
                     if code >= 400 {

@@ -16,6 +16,28 @@ pub enum Failure {
     ConnectionError,
 }
 
+/// What an Envoy `retry_on` group that the model's outcomes can meet retries (Envoy's
+/// `RetryPolicyImpl::wouldRetryFromHeaders` / `wouldRetryFromReset`), `None` for any other
+/// name: a timeout is a per-try timeout, which Envoy resets (a local reset), and a connection
+/// error a connection failure, which are retried under `5xx`, `gateway-error` and `reset`;
+/// `connect-failure` retries connection failures only; `retriable-4xx` is 409;
+/// `retriable-status-codes` the list's own statuses (none of its own). The one home of this
+/// mapping: retry lists (`experiment::spec::RetryGroup`, expanded by `assembly::client`) and
+/// `retrysim import envoy` both use it.
+pub fn envoy_group_failures(name: &str) -> Option<Vec<Failure>> {
+    use Failure::{ConnectionError, Status, Timeout};
+    const RESETS: [Failure; 2] = [Timeout, ConnectionError];
+    Some(match name {
+        "5xx" => server_errors().chain(RESETS).collect(),
+        "gateway-error" => [Status(502), Status(503), Status(504)].into_iter().chain(RESETS).collect(),
+        "reset" => RESETS.to_vec(),
+        "connect-failure" => vec![ConnectionError],
+        "retriable-4xx" => vec![Status(409)],
+        "retriable-status-codes" => Vec::new(),
+        _ => return None,
+    })
+}
+
 /// Every status of the class `5xx` (500 to 599).
 pub fn server_errors() -> impl Iterator<Item = Failure> {
     (500..=599).map(Failure::Status)

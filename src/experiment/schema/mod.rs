@@ -84,7 +84,7 @@ pub enum Ty {
 }
 
 /// Envoy's `retry_on` groups a retry list may name (router docs `x-envoy-retry-on`; reference
-/// retry-policies §3g), as the model's outcomes meet them (`assembly::client::group_outcomes`).
+/// retry-policies §3g), as the model's outcomes meet them (`interop::strategy::envoy_group_failures`).
 pub const RETRY_GROUPS: [&str; 6] = crate::experiment::spec::RetryGroup::NAMES;
 
 /// A table with fixed keys.

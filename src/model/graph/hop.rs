@@ -147,6 +147,7 @@ mod tests {
             gate: Default::default(),
             route: Route { timeout: Some(Span::from_millis(200)), honor_overloaded: true },
             hedge: None,
+            reselects: None,
         }
     }
 

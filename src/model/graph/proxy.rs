@@ -335,6 +335,7 @@ mod tests {
             gate: GateParams::default(),
             route: Route::default(),
             hedge: None,
+            reselects: None,
         };
         ProxyParams { edge }
     }
