@@ -459,7 +459,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         for (at, service) in g.capacity_restorations() {
             sched.schedule_at(at, Ev::graph_capacity(service));
         }
-        fault_span = g.entry_fault_span(fault_span, horizon);
+        fault_span = g.fault_span(fault_span, horizon);
         g.schedule_replica_events(&mut sched, &mut series);
     } else {
         for at in server.capacity_restorations() {

@@ -426,3 +426,45 @@ fn a_hedged_edge_fails_only_when_every_copy_failed() {
     let m = run_strategy(&failing.replace(", non_fatal = [503]", ""), &[], 0);
     assert_eq!(per_op(&m, 1), 4.0);
 }
+
+/// The recovery analysis sees a fault anywhere in the graph, not only at the entry: an outage
+/// of the bottom service (every call answered 503, nothing retried) is what the user's
+/// requests recover from, as the same outage at the entry is. From 10 s to 20 s of a 40 s
+/// load they recover at once (within a bucket); from 10 s to 38 s there are not 5 seconds of
+/// load left to see a recovery, so it is unmeasurable (empty), where a run without a fault
+/// reports 0.
+#[test]
+fn a_fault_below_the_entry_is_what_the_requests_recover_from() {
+    let chain = |faults_at: Option<usize>, duration_s: u32| {
+        let fault = format!(
+            "[[services.faults]]\nkind = \"outage\"\nstart = \"10s\"\nduration = \"{duration_s}s\"\nstatus = 503\n"
+        );
+        let services: String = (0..2)
+            .map(|i| {
+                let calls = if i == 0 { "calls = [{ service = \"s1\" }]\n" } else { "" };
+                let f = if faults_at == Some(i) { fault.as_str() } else { "" };
+                format!(
+                    "[[services]]\nname = \"s{i}\"\nconcurrency = 100\nservice_time = {{ dist = \"constant\", value = \"1ms\" }}\n{calls}{f}"
+                )
+            })
+            .collect();
+        format!(
+            "name = \"recovery\"\nseed = 3\nruns = 1\nhorizon = \"40s\"\n[workload]\nkind = \"open\"\nrate = 200.0\nduration = \"40s\"\narrivals = \"fixed\"\n{services}[client]\nmax_attempts = 1\nbackoff = {{ kind = \"none\" }}\n[[strategies]]\nname = \"once\"\n"
+        )
+    };
+    let measured = |m: &RunMetrics| (m.recovery_time_s, m.metastable);
+    let none = run_one(&chain(None, 10), &[]);
+    assert_eq!(measured(&none), (Some(0.0), Some(false)), "no fault: 0");
+    for duration_s in [10, 28] {
+        let bottom = run_one(&chain(Some(1), duration_s), &[]);
+        let entry = run_one(&chain(Some(0), duration_s), &[]);
+        assert!(bottom.succeeded < bottom.ops, "the outage fails requests");
+        assert_eq!(measured(&bottom), measured(&entry), "{duration_s} s: a fault is a fault wherever it is");
+        if duration_s == 10 {
+            let r = bottom.recovery_time_s.expect("recovered");
+            assert!(r <= 1.0 && bottom.metastable == Some(false), "{r}");
+        } else {
+            assert_eq!(measured(&bottom), (None, None), "2 s of load after the fault: unmeasurable");
+        }
+    }
+}

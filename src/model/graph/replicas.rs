@@ -83,13 +83,26 @@ impl Graph {
         }
     }
 
-    /// The span of the entry service's faults and deploys, with its first replica's (`first`),
-    /// for the recovery analysis (as `[server]`'s).
-    pub fn entry_fault_span(&self, first: Option<FaultSpan>, horizon: Instant) -> Option<FaultSpan> {
-        match &self.services[0].others {
-            Some(set) => set.fault_span(first, horizon),
-            None => first,
-        }
+    /// The span of every service's faults and deploys, from the first start to the last end,
+    /// with `first` (the entry service's first replica's), for the recovery analysis: a
+    /// slowdown at the bottom of the graph is what the user's requests recover from as much
+    /// as one at the entry.
+    pub fn fault_span(&self, first: Option<FaultSpan>, horizon: Instant) -> Option<FaultSpan> {
+        let union = |a: Option<FaultSpan>, b: Option<FaultSpan>| match (a, b) {
+            (Some(a), Some(b)) => Some(FaultSpan {
+                first_start: a.first_start.min(b.first_start),
+                last_end: a.last_end.max(b.last_end),
+            }),
+            (a, b) => a.or(b),
+        };
+        self.services.iter().enumerate().fold(None, |span, (i, service)| {
+            let own = if i == 0 { first } else { service.first.fault_span(horizon) };
+            let own = match &service.others {
+                Some(set) => set.fault_span(own, horizon),
+                None => own,
+            };
+            union(span, own)
+        })
     }
 
     /// The autoscalers' columns of the services that keep them, after the run.
