@@ -110,6 +110,20 @@ pub struct FaultSpan {
     pub last_end: Instant,
 }
 
+impl FaultSpan {
+    /// The span of both: from the earlier start to the later end (either alone when the
+    /// other is `None`).
+    pub fn union(a: Option<FaultSpan>, b: Option<FaultSpan>) -> Option<FaultSpan> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(FaultSpan {
+                first_start: a.first_start.min(b.first_start),
+                last_end: a.last_end.max(b.last_end),
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// The outcome of the analysis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Recovery {

@@ -49,7 +49,7 @@ use super::graph::proxy::{self, Caller, Proxies};
 use super::graph::{Graph, GraphParams};
 use super::hedges::Hedges;
 use super::network::Network;
-use super::replicas::{Change, Moved, ReplicaParams, Replicas};
+use super::replicas::{Change, Moved, ReplicaParams, Replicas, Restarts};
 use super::server::idempotency::{Completion, KeyMode, KeyTag};
 use super::server::workers::{self, Next};
 use super::server::{Arrival, Reply, Request, Server, ServerParams};
@@ -323,7 +323,7 @@ struct QueueModel<const PLAIN: bool> {
     /// may then be for a request dropped by a restart.
     restarts: bool,
     /// Without replicas: the server's `restart` faults under way.
-    restarting: u32,
+    restarting: Restarts,
     /// The call graph behind the entry service, with `[[services]]` (it takes the server's
     /// place).
     graph: Option<Box<Graph>>,
@@ -507,7 +507,7 @@ fn run_as<const PLAIN: bool, Q: EventQueue<Ev>>(
         hedges,
         replicas,
         restarts,
-        restarting: 0,
+        restarting: Restarts::default(),
         graph,
     };
     if !PLAIN {
@@ -795,15 +795,7 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
         let now = s.now();
         let moved = match self.replicas.as_mut() {
             Some(set) => set.change(r, change, now),
-            None => {
-                let was = self.restarting;
-                self.restarting = if change == Change::RestartBegins { was + 1 } else { was - 1 };
-                match (was, self.restarting) {
-                    (0, _) => Moved::Down,
-                    (_, 0) => Moved::Up,
-                    _ => Moved::Same,
-                }
-            }
+            None => self.restarting.change(change),
         };
         match moved {
             Moved::Down => self.restart(r, s),

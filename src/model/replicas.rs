@@ -122,6 +122,24 @@ pub enum Moved {
     Same,
 }
 
+/// A single server's `restart` faults under way (without replicas there is no set to keep
+/// them): overlapping restarts keep it down until the last ends.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Restarts(u32);
+
+impl Restarts {
+    /// A `restart` fault begins or ends: what that does to the server.
+    pub fn change(&mut self, change: Change) -> Moved {
+        let was = self.0;
+        self.0 = if change == Change::RestartBegins { was + 1 } else { was - 1 };
+        match (was, self.0) {
+            (0, _) => Moved::Down,
+            (_, 0) => Moved::Up,
+            _ => Moved::Same,
+        }
+    }
+}
+
 impl Replicas {
     /// Replica `r >= 1` draws from the streams of the seed `derive(run_seed, r)` (replica 0
     /// from the run's own, as a single server does); the balancer and the detector draw from
@@ -384,12 +402,6 @@ impl Replicas {
     pub fn fault_span(&self, first: Option<FaultSpan>, horizon: Instant) -> Option<FaultSpan> {
         let deploys = self.deploy_spans.iter().filter(|d| d.first_start < horizon).map(|d| Some(*d));
         let faults = self.others.iter().map(|s| s.fault_span(horizon));
-        faults.chain(deploys).fold(first, |a, b| match (a, b) {
-            (Some(a), Some(b)) => Some(FaultSpan {
-                first_start: a.first_start.min(b.first_start),
-                last_end: a.last_end.max(b.last_end),
-            }),
-            (a, b) => a.or(b),
-        })
+        faults.chain(deploys).fold(first, FaultSpan::union)
     }
 }

@@ -60,7 +60,7 @@ pub mod replicas;
 pub mod tables;
 
 use super::queue_model::Ev;
-use super::replicas::{ReplicaParams, Replicas};
+use super::replicas::{ReplicaParams, Replicas, Restarts};
 use super::server::{
     Arrival, Cancelled, Reply, Request, RetryAfterCode, Server, ServerParams, workers::Next,
 };
@@ -130,7 +130,7 @@ struct Service {
     /// Its edges' indices in [`Graph::edges`].
     edges: std::ops::Range<u32>,
     /// A single replica's `restart` faults under way.
-    restarting: u32,
+    restarting: Restarts,
     /// Its replica counts' index in the run's time series (a service that autoscales or
     /// deploys, with the series kept).
     series: Option<usize>,
@@ -191,7 +191,7 @@ impl Graph {
                 first: Server::new(s.server, seed),
                 others: s.replicas.map(|p| Box::new(Replicas::new(p, seed))),
                 edges: start..edges.len() as u32,
-                restarting: 0,
+                restarting: Restarts::default(),
                 series: None,
             });
             counts.services.push(ServiceCounts::default());

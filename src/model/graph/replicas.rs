@@ -88,20 +88,13 @@ impl Graph {
     /// slowdown at the bottom of the graph is what the user's requests recover from as much
     /// as one at the entry.
     pub fn fault_span(&self, first: Option<FaultSpan>, horizon: Instant) -> Option<FaultSpan> {
-        let union = |a: Option<FaultSpan>, b: Option<FaultSpan>| match (a, b) {
-            (Some(a), Some(b)) => Some(FaultSpan {
-                first_start: a.first_start.min(b.first_start),
-                last_end: a.last_end.max(b.last_end),
-            }),
-            (a, b) => a.or(b),
-        };
         self.services.iter().enumerate().fold(None, |span, (i, service)| {
             let own = if i == 0 { first } else { service.first.fault_span(horizon) };
             let own = match &service.others {
                 Some(set) => set.fault_span(own, horizon),
                 None => own,
             };
-            union(span, own)
+            FaultSpan::union(span, own)
         })
     }
 
@@ -154,15 +147,7 @@ impl Graph {
         let service = &mut self.services[svc as usize];
         let moved = match service.others.as_deref_mut() {
             Some(set) => set.change(r, change, now),
-            None => {
-                let was = service.restarting;
-                service.restarting = if change == Change::RestartBegins { was + 1 } else { was - 1 };
-                match (was, service.restarting) {
-                    (0, _) => Moved::Down,
-                    (_, 0) => Moved::Up,
-                    _ => Moved::Same,
-                }
-            }
+            None => service.restarting.change(change),
         };
         match moved {
             Moved::Down => self.replica_down(svc, r, s, rec),
