@@ -22,12 +22,12 @@ use crate::policy::limit::{LimitKind, LimitParams};
 use crate::policy::pool::PoolParams;
 use crate::policy::retry_after::ENVOY_MAX_INTERVAL;
 use crate::policy::throttle::EnvoyAdmissionParams;
+use crate::policy::{AppRetry, DeadLetter, FailReasons, Redrive, RedriveWhen};
 use crate::policy::{Backoff, Outcome, RetryAfterMode, RetryAfterPolicy, RetryOn, RetryPolicy};
 use crate::policy::{
     BreakerParams, BreakerWindow, ConcurrencyBudgetParams, GrpcThrottleParams, RatioBudgetParams,
     SreThrottleParams, TokenBucketParams,
 };
-use crate::policy::{DeadLetter, Redrive, RedriveWhen};
 
 /// A strategy's retry policy. With a dead-letter queue, its `after` is the attempts the
 /// policy allows (validation keeps it at most `max_attempts`): using them up dead-letters.
@@ -232,6 +232,22 @@ pub fn redrive(s: &Strategy) -> Option<Redrive> {
         },
         spacing: r.rate.map_or(Span::ZERO, |rate| Span::from_secs_f64(1.0 / rate)),
         new_key: r.key == RedriveKey::New,
+    })
+}
+
+/// The application's retry loop above the library's (`app_retry`); one pass is none at all,
+/// so that `max_attempts = 1` runs exactly as without the key.
+pub fn app_retry(s: &Strategy) -> Option<AppRetry> {
+    let a = s.policy.app_retry.as_ref().filter(|a| a.max_attempts > 1)?;
+    let retry_on = match &a.retry_on {
+        None => FailReasons::transient(),
+        Some(names) => FailReasons::named(names.iter().map(String::as_str)),
+    };
+    Some(AppRetry {
+        max_passes: a.max_attempts,
+        backoff: backoff(&a.backoff),
+        retry_on,
+        new_key: a.key == RedriveKey::New,
     })
 }
 

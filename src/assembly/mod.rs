@@ -39,6 +39,7 @@ pub fn run_params(spec: &ExperimentSpec, strategy: &Strategy) -> RunParams {
         gate: client::gate_params(strategy),
         keys: client::idempotency_keys(strategy),
         dead_letter: client::dead_letter(strategy),
+        app_retry: client::app_retry(strategy),
         visibility: None,
         proxies: gateways::chain(&strategy.policy.layers),
         pool: client::pool(strategy),

@@ -18,7 +18,8 @@
 //!   the sum over the replicas, each with the faults that strike it.
 //! - utilisation: `offered / capacity` (Little's law, `rho = lambda x S / c`).
 //! - a full queue's work: `queue / capacity` seconds, the longest a request at its back waits.
-//! - amplification: `max_attempts x` each gateway layer's `max_attempts`, per strategy.
+//! - amplification: `max_attempts x` each gateway layer's `max_attempts`, per strategy (and
+//!   `x app_retry.max_attempts`: each of the application's passes runs them all again).
 //! - backlog: a fluid model, `dB/dt = arrivals - capacity` over simulated time, where the
 //!   arrivals are multiplied by the strategy's amplification once the queue's wait exceeds the
 //!   client timeout (every attempt then times out and is retried: the retry storm), capped by
@@ -80,7 +81,9 @@ pub struct StrategyLoad {
     pub attempts: Option<u32>,
     /// Each gateway layer's name and attempts, from the client.
     pub layers: Vec<(String, u32)>,
-    /// Server calls one operation can make at most: attempts x every layer's.
+    /// Passes of the client's retry loop the application makes (`app_retry`; 1 without).
+    pub passes: u32,
+    /// Server calls one operation can make at most: passes x attempts x every layer's.
     pub amplification: Option<u64>,
     /// The fluid model's largest backlog (requests queued), capped by the queue bound.
     pub backlog_peak: f64,
@@ -136,13 +139,16 @@ pub fn of(point: &Point) -> Option<Capacity> {
             let p = &s.policy;
             let layers: Vec<(String, u32)> =
                 p.layers.iter().map(|l| (l.name.clone(), l.max_attempts)).collect();
-            let amplification =
-                p.max_attempts.map(|a| layers.iter().fold(a as u64, |n, l| n.saturating_mul(l.1 as u64)));
+            let passes = p.app_retry.as_ref().map_or(1, |a| a.max_attempts);
+            let amplification = p
+                .max_attempts
+                .map(|a| layers.iter().fold(a as u64 * passes as u64, |n, l| n.saturating_mul(l.1 as u64)));
             StrategyLoad {
                 name: s.name.clone(),
                 timeout_s: p.timeout.map(secs),
                 attempts: p.max_attempts,
                 layers,
+                passes,
                 amplification,
                 backlog_peak: backlog_peak(point, q, p),
             }
@@ -290,9 +296,10 @@ pub fn backlog_peak(point: &Point, q: &QueueServerSpec, p: &PolicySpec) -> f64 {
     let horizon = secs(spec.horizon);
     let service_s = mean_s(&q.service_time);
     let timeout = p.timeout.map(secs);
+    let passes = p.app_retry.as_ref().map_or(1.0, |a| a.max_attempts as f64);
     let attempts = p.max_attempts.map_or_else(
         || timeout.map_or(1.0, |t| (horizon / t.max(1e-3)).clamp(1.0, 1000.0)),
-        |a| p.layers.iter().fold(a as f64, |n, l| n * l.max_attempts as f64),
+        |a| passes * p.layers.iter().fold(a as f64, |n, l| n * l.max_attempts as f64),
     );
     let dt = (horizon / FLUID_STEPS).max(1e-4);
     let (mut backlog, mut peak) = (0.0_f64, 0.0_f64);
@@ -443,8 +450,11 @@ impl Capacity {
         });
         for s in &self.strategies {
             let layers: String = s.layers.iter().map(|(n, a)| format!(" x {a} ({n})")).collect();
+            let passes = if s.passes > 1 { format!("{} (app_retry) x ", s.passes) } else { String::new() };
             let amp = match (s.attempts, s.amplification) {
-                (Some(a), Some(n)) if !s.layers.is_empty() => format!("{a}{layers} = {n}"),
+                (Some(a), Some(n)) if !s.layers.is_empty() || s.passes > 1 => {
+                    format!("{passes}{a}{layers} = {n}")
+                }
                 (Some(a), _) => a.to_string(),
                 _ => "unbounded (no max_attempts)".to_owned(),
             };

@@ -284,9 +284,19 @@ fn arrivals(rate: f64, schedule: impl Iterator<Item = (f64, f64)>, end: f64) -> 
         .sum()
 }
 
-/// The longest an operation can last, in seconds: its deadline, else its attempts' timeouts
-/// and the longest backoffs between them, else the horizon.
+/// The longest an operation can last, in seconds: each pass of its retry loop
+/// ([`pass_lifetime_s`]) and the application's longest backoffs between them (`app_retry`),
+/// at most the horizon.
 fn lifetime_s(p: &PolicySpec, horizon_s: f64) -> f64 {
+    let pass = pass_lifetime_s(p, horizon_s);
+    let Some(a) = p.app_retry.as_ref().filter(|a| a.max_attempts > 1) else { return pass };
+    let n = a.max_attempts as f64;
+    (n * pass + (n - 1.0) * longest_backoff_s(&a.backoff, n)).min(horizon_s)
+}
+
+/// The longest one pass of an operation's retry loop can last, in seconds: its deadline, else
+/// its attempts' timeouts and the longest backoffs between them, else the horizon.
+fn pass_lifetime_s(p: &PolicySpec, horizon_s: f64) -> f64 {
     if let Some(d) = p.deadline {
         return d.span().as_secs_f64().min(horizon_s);
     }

@@ -878,6 +878,8 @@ pub struct PolicySpec {
     pub dead_letter: Option<DeadLetterSpec>,
     /// The dead-letter queue is sent again later.
     pub redrive: Option<RedriveSpec>,
+    /// The application's retry loop above the library's.
+    pub app_retry: Option<AppRetrySpec>,
     /// A retry avoids the replicas its operation already tried (Envoy's `previous_hosts`).
     pub retry_other_replica: bool,
     /// `[[services]]`: gRPC deadline propagation down the call graph.
@@ -911,6 +913,22 @@ pub struct RedriveSpec {
     pub after: Option<Duration>,
     /// Items re-driven per second at most; absent: all at once.
     pub rate: Option<f64>,
+    pub key: RedriveKey,
+}
+
+/// `app_retry = { max_attempts, backoff, retry_on, key }`: the application runs the library's
+/// whole retry loop again when it fails (DESIGN §4.4).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AppRetrySpec {
+    /// Passes of the library's loop per operation, the first included.
+    pub max_attempts: u32,
+    /// The application's delay before each new pass.
+    pub backoff: BackoffSpec,
+    /// The library's failure reasons the application retries (`failed_<reason>` names);
+    /// absent: every one but `non_retryable`.
+    pub retry_on: Option<Vec<String>>,
+    /// The idempotency key of each new pass.
     pub key: RedriveKey,
 }
 

@@ -20,7 +20,8 @@ use crate::metrics::series::Gauge;
 use crate::metrics::{RunMetrics, RunRecorder};
 use crate::policy::gate::{Admit, Answered, CostClass, Gate};
 use crate::policy::{
-    DeadLetter, Decision, FailReason, FailedAttempt, Outcome, RedriveSchedule, RetryAfter, RetryPolicy,
+    AppRetry, DeadLetter, Decision, FailReason, FailedAttempt, Outcome, RedriveSchedule, RetryAfter,
+    RetryPolicy,
 };
 use rand::SeedableRng;
 use rand_xoshiro::SplitMix64;
@@ -65,11 +66,15 @@ pub enum Sent {
     Ended(Option<NextOp>),
 }
 
-/// How operations are delivered, besides the retry policy: a dead-letter queue, and for a
-/// queue workload the consumers' visibility timeout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How operations are delivered, besides the retry policy: a dead-letter queue, the
+/// application's retry loop above the library's, and for a queue workload the consumers'
+/// visibility timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Delivery {
     pub dead_letter: Option<DeadLetter>,
+    /// The application runs the library's whole retry loop again when it fails
+    /// ([`Clients::begin_pass`]).
+    pub app_retry: Option<AppRetry>,
     /// A queue workload's visibility timeout: an attempt (a receive) is waited for this long
     /// from when a consumer takes it, not from when it is sent, and an error answer does not
     /// end the wait (a consumer that fails does not delete the message).
@@ -95,6 +100,8 @@ pub struct Clients {
     dead_letter: Option<DeadLetter>,
     /// When dead-lettered operations are re-driven (`redrive`).
     redrives: Option<RedriveSchedule>,
+    /// [`Delivery::app_retry`].
+    app_retry: Option<AppRetry>,
     /// [`Delivery::visibility`].
     visibility: Option<Span>,
     /// Priority classes (`[workload] priorities`): each operation's class and the per-class
@@ -115,18 +122,20 @@ impl Clients {
         delivery: Delivery,
         mut ops: OpTable,
     ) -> Clients {
-        let Delivery { dead_letter, visibility } = delivery;
+        let Delivery { dead_letter, app_retry, visibility } = delivery;
         let with_extra = with_extra
             || gate.has_limit()
             || dead_letter.is_some()
+            || app_retry.is_some()
             || visibility.is_some()
             || matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::GrpcPushback);
         // Streams nobody reads are not made. Envoy's reading of Retry-After draws from the
         // jitter stream too (`U(v, 1.5 v)`), whatever the backoff.
         let envoy_jitter = policy.retry_after.honor
             && matches!(policy.retry_after.mode, crate::policy::RetryAfterMode::Envoy { .. });
-        let jitter_root =
-            (policy.backoff.is_random() || envoy_jitter).then(|| derive(run_seed, Stream::Jitter as u64));
+        let app_jitter = app_retry.is_some_and(|a| a.backoff.is_random());
+        let jitter_root = (policy.backoff.is_random() || envoy_jitter || app_jitter)
+            .then(|| derive(run_seed, Stream::Jitter as u64));
         let (remaining, think, capacity) = match *workload {
             Workload::Closed { clients, ops_per_client, think, .. } => {
                 (vec![ops_per_client; clients as usize], think, clients as usize)
@@ -150,6 +159,7 @@ impl Clients {
             think,
             dead_letter,
             redrives,
+            app_retry,
             visibility,
             priorities: None,
         }
@@ -221,10 +231,22 @@ impl Clients {
         !PLAIN && self.dead_letter.is_some() && self.ops.extra(slot).dead_lettered
     }
 
-    /// How many re-drives gave `slot`'s operation a new idempotency key (part of its key).
+    /// How many times `slot`'s operation was given a new idempotency key, by a re-drive or a
+    /// new pass of the application's loop (part of its key).
     #[inline]
-    pub fn redrive_key(&mut self, slot: u32) -> u8 {
-        if self.dead_letter.is_some() { self.ops.extra(slot).redrive_key } else { 0 }
+    pub fn new_keys(&mut self, slot: u32) -> u8 {
+        if self.dead_letter.is_some() || self.app_retry.is_some() { self.ops.extra(slot).new_keys } else { 0 }
+    }
+
+    /// When the current pass of `slot`'s retry loop started: its deadline counts from there.
+    /// The operation's start but with the application's loop (compiled so for plain clients).
+    #[inline(always)]
+    fn pass_started<const PLAIN: bool>(&mut self, slot: u32) -> Instant {
+        if !PLAIN && self.app_retry.is_some() {
+            self.ops.extra(slot).pass_started
+        } else {
+            self.ops.get(slot).started
+        }
     }
 
     /// Whether the gate has controls to consult (never, compiled for plain clients).
@@ -264,6 +286,11 @@ impl Clients {
         if !PLAIN && let Some(p) = &mut self.priorities {
             self.ops.extra(slot).priority = p.draw();
         }
+        if !PLAIN && let Some(a) = &self.app_retry {
+            let initial = a.backoff.initial_state();
+            let e = self.ops.extra(slot);
+            (e.passes, e.pass_started, e.app_backoff) = (1, now, initial);
+        }
         slot
     }
 
@@ -271,6 +298,9 @@ impl Clients {
     /// recorded as a call), holds it back, or refuses it (then the operation ends).
     #[inline]
     pub fn send<const PLAIN: bool>(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) -> Sent {
+        if !PLAIN && self.app_retry.is_some() && self.ops.extra(slot).pass_pending {
+            self.begin_pass(slot, now);
+        }
         let controls = self.has_controls::<PLAIN>();
         if controls {
             let base = self.attempt_base::<PLAIN>(slot);
@@ -286,6 +316,9 @@ impl Clients {
                     return Sent::Wait(wait);
                 }
                 Admit::Refuse(reason) => {
+                    if !PLAIN && let Some(delay) = self.app_retries(slot, reason) {
+                        return Sent::Wait(delay);
+                    }
                     return Sent::Ended(self.end_failed::<PLAIN>(slot, reason, now, rec));
                 }
             }
@@ -297,8 +330,9 @@ impl Clients {
             // Only the controls read when the attempt was sent (slow calls, latencies).
             op.note_sent(now);
         }
-        let gives_up_at = if PLAIN { Instant::NEVER } else { self.policy.gives_up_at(op.started, now) };
-        let a = Attempt { number: op.attempts, gives_up_at };
+        let (number, started) = (op.attempts, self.pass_started::<PLAIN>(slot));
+        let gives_up_at = if PLAIN { Instant::NEVER } else { self.policy.gives_up_at(started, now) };
+        let a = Attempt { number, gives_up_at };
         rec.call_sent(now);
         Sent::Attempt(a)
     }
@@ -359,13 +393,14 @@ impl Clients {
         } else {
             (0, 0)
         };
+        let started = self.pass_started::<PLAIN>(slot);
         let op = self.ops.get(slot);
         op.waiting = false;
         let failed = FailedAttempt {
             outcome,
             attempt: op.attempts - base,
             k: op.attempts - backoff_from,
-            started: op.started,
+            started,
             now,
             retry_after,
         };
@@ -392,7 +427,61 @@ impl Clients {
             Decision::Stop(FailReason::Exhausted) if !PLAIN && self.dead_letter.is_some() => {
                 self.dead_letter(slot, now, rec)
             }
+            Decision::Stop(reason) if !PLAIN && self.app_retry.is_some() => {
+                match self.app_retries(slot, reason) {
+                    Some(delay) => AfterFailure::Retry(delay),
+                    None => AfterFailure::Ended(self.end_failed::<PLAIN>(slot, reason, now, rec)),
+                }
+            }
             Decision::Stop(reason) => AfterFailure::Ended(self.end_failed::<PLAIN>(slot, reason, now, rec)),
+        }
+    }
+
+    /// The library's retry loop for `slot` gave up with `reason`: whether the application runs
+    /// it again ([`AppRetry::after_pass`]), and after what delay. If so, the pass is over for
+    /// the library's controls (an operation that failed), and the next send begins the new
+    /// pass ([`Clients::begin_pass`]).
+    #[cold]
+    #[inline(never)]
+    fn app_retries(&mut self, slot: u32, reason: FailReason) -> Option<Span> {
+        let app = self.app_retry?;
+        let e = self.ops.extra(slot);
+        let (passes, mut state) = (e.passes, e.app_backoff);
+        let op = self.ops.get(slot);
+        let delay = app.after_pass(passes as u32, reason, &mut state, &mut op.jitter)?;
+        let client = op.client;
+        let e = self.ops.extra(slot);
+        e.app_backoff = state;
+        e.passes += 1;
+        e.pass_pending = true;
+        if self.controls {
+            self.gate.op_ended(client, false, CostClass::NONE);
+        }
+        Some(delay)
+    }
+
+    /// The application's next pass of `slot` starts at `now`, with its first send: the
+    /// library's loop starts over (attempt numbers, backoff and deadline), as for a new call
+    /// (a new idempotency key with `key = "new"`; a new operation to the controls). The
+    /// operation's latency still counts from its first pass.
+    #[cold]
+    #[inline(never)]
+    fn begin_pass(&mut self, slot: u32, now: Instant) {
+        let new_key = self.app_retry.is_some_and(|a| a.new_key);
+        let initial = self.policy.backoff.initial_state();
+        let op = self.ops.get(slot);
+        op.backoff = initial;
+        let (attempts, client) = (op.attempts, op.client);
+        let e = self.ops.extra(slot);
+        e.pass_pending = false;
+        e.pass_started = now;
+        e.attempt_base = attempts;
+        e.backoff_from = attempts;
+        if new_key {
+            e.new_keys = e.new_keys.wrapping_add(1);
+        }
+        if self.controls {
+            self.gate.op_started(client, now);
         }
     }
 
@@ -446,7 +535,7 @@ impl Clients {
         e.attempt_base = attempts;
         e.backoff_from = attempts;
         if new_key {
-            e.redrive_key = e.redrive_key.wrapping_add(1);
+            e.new_keys = e.new_keys.wrapping_add(1);
         }
         rec.redriven();
         if self.controls {
@@ -470,9 +559,12 @@ impl Clients {
     /// series follows the concurrency limit, if any.
     #[inline(never)]
     fn tell_gate(&mut self, slot: u32, outcome: Outcome, now: Instant, rec: &mut RunRecorder) {
+        // The attempt's number in its pass (a re-drive's or the application's): the controls
+        // count retries as they were admitted ([`Clients::send`]).
+        let base = self.attempt_base::<false>(slot);
         let op = self.ops.get(slot);
         let retryable = self.policy.retry_on.retries(outcome);
-        let (attempt, latency, client) = (op.attempts, now.since(op.sent_at()), op.client);
+        let (attempt, latency, client) = (op.attempts - base, now.since(op.sent_at()), op.client);
         let inflight = if self.gate.has_limit() { self.ops.extra(slot).limit_inflight } else { 0 };
         let a = Answered { now, attempt, outcome, latency, retryable, inflight };
         self.gate.answered(client, &a);

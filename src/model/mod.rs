@@ -29,7 +29,7 @@ use crate::policy::bulkhead::BulkheadParams;
 use crate::policy::gate::{Gate, GateParams};
 use crate::policy::hedge::HedgeParams;
 use crate::policy::pool::PoolParams;
-use crate::policy::{DeadLetter, RetryPolicy};
+use crate::policy::{AppRetry, DeadLetter, RetryPolicy};
 use clients::{Clients, Delivery};
 use network::{Network, NetworkParams};
 use server::ServerParams;
@@ -105,6 +105,8 @@ pub struct RunParams {
     pub keys: KeyMode,
     /// The clients' dead-letter queue, if they have one.
     pub dead_letter: Option<DeadLetter>,
+    /// The application's retry loop above the clients' (`app_retry`), if any.
+    pub app_retry: Option<AppRetry>,
     /// A queue workload's visibility timeout ([`Delivery::visibility`]).
     pub visibility: Option<Span>,
     /// The strategy's gateway layers: a chain of the call graph's proxy nodes between the
@@ -152,7 +154,11 @@ fn clients(params: &RunParams, run_seed: u64, ops: ops::OpTable) -> Clients {
     };
     // Several replicas need each operation's unique id (ring hash, `retry_other_replica`).
     let keys = params.keys != KeyMode::None || params.replicas.is_some();
-    let delivery = Delivery { dead_letter: params.dead_letter, visibility: params.visibility };
+    let delivery = Delivery {
+        dead_letter: params.dead_letter,
+        visibility: params.visibility,
+        app_retry: params.app_retry,
+    };
     Clients::new(&params.workload, params.retry, gate, run_seed, keys, delivery, ops)
         .with_priorities(params.priorities, run_seed)
 }

@@ -56,8 +56,18 @@ pub struct OpExtra {
     pub attempt_base: u32,
     /// The operation was dead-lettered: it is counted so, whatever its re-drive does.
     pub dead_lettered: bool,
-    /// How many re-drives gave it a new idempotency key (part of the key).
-    pub redrive_key: u8,
+    /// How many times it was given a new idempotency key, by a re-drive or a new pass of the
+    /// application's loop (part of the key).
+    pub new_keys: u8,
+    /// Passes of the library's retry loop the application started (`app_retry`; 1 from the
+    /// operation's start).
+    pub passes: u8,
+    /// The application's next pass begins with the next send ([`super::clients::Clients`]).
+    pub pass_pending: bool,
+    /// When the current pass began: its deadline counts from there (`app_retry`).
+    pub pass_started: Instant,
+    /// The application's backoff memory (`app_retry`, the stateful kinds).
+    pub app_backoff: crate::policy::BackoffState,
     /// Its priority class (`[workload] priorities`; 0 without classes).
     pub priority: crate::model::priorities::Class,
     /// The attempt whose visibility timer runs (a queue workload: the timer starts when a

@@ -1164,12 +1164,12 @@ impl<const PLAIN: bool> QueueModel<PLAIN> {
     }
 
     /// The idempotency key a request of operation `op` carries (only called when keys are
-    /// made): its own, or a new one per re-drive that asked for one.
+    /// made): its own, or a new one per re-drive or application pass that asked for one.
     #[cold]
     #[inline(never)]
     fn key_tag(&mut self, op: u32) -> KeyTag {
-        let redrive = self.clients.redrive_key(op);
-        KeyTag::new(self.keys, self.clients.ops.id(op), redrive)
+        let new_keys = self.clients.new_keys(op);
+        KeyTag::new(self.keys, self.clients.ops.id(op), new_keys)
     }
 
     #[inline]

@@ -63,7 +63,7 @@ impl FailReason {
     ];
 
     /// The CSV column suffix.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             FailReason::Exhausted => "exhausted",
             FailReason::NonRetryable => "non_retryable",

@@ -2,6 +2,7 @@
 //! engine. The model (`crate::model`) asks them what to do; they never see events, and they
 //! import no file-format types (conversion lives in `crate::assembly`).
 
+pub mod app_retry;
 pub mod autoscale;
 pub mod backoff;
 pub mod balancer;
@@ -24,6 +25,7 @@ pub mod route;
 mod test_time;
 pub mod throttle;
 
+pub use app_retry::{AppRetry, FailReasons};
 pub use backoff::{Backoff, BackoffState};
 pub use breaker::{Breaker, BreakerParams, BreakerState, BreakerWindow};
 pub use budget::{

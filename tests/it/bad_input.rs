@@ -805,6 +805,71 @@ fn cases() -> Vec<Case> {
             stderr: &["`client.redrive.rate`", "must be > 0"],
         },
         Case {
+            what: "app_retry without its backoff",
+            text: replaced("name = \"fj\"\n", "name = \"fj\"\napp_retry = { max_attempts = 3 }\n"),
+            args: &[],
+            stderr: &["`strategies.fj.app_retry.backoff`"],
+        },
+        Case {
+            what: "app_retry max_attempts 0",
+            text: replaced("name = \"fj\"\n", "name = \"fj\"\napp_retry = { max_attempts = 3, backoff = { kind = \"constant\", base = \"5s\" } }\n"),
+            args: &["--set", "strategies.fj.app_retry.max_attempts=0"],
+            stderr: &["`strategies.fj.app_retry.max_attempts`", "between 1 and 255"],
+        },
+        Case {
+            what: "app_retry on an unknown reason",
+            text: replaced("name = \"fj\"\n", "name = \"fj\"\napp_retry = { max_attempts = 3, backoff = { kind = \"constant\", base = \"5s\" } }\n"),
+            args: &["--set", "strategies.fj.app_retry.retry_on=[\"exhausted\", \"timeout\"]"],
+            stderr: &["`strategies.fj.app_retry.retry_on", "non_retryable"],
+        },
+        Case {
+            what: "app_retry on nothing",
+            text: replaced("name = \"fj\"\n", "name = \"fj\"\napp_retry = { max_attempts = 3, backoff = { kind = \"constant\", base = \"5s\" } }\n"),
+            args: &["--set", "strategies.fj.app_retry.retry_on=[]"],
+            stderr: &["`strategies.fj.app_retry.retry_on`", "leave app_retry out"],
+        },
+        Case {
+            what: "app_retry with hedging",
+            text: replaced(
+                "name = \"fj\"\n",
+                "name = \"fj\"\nmax_attempts = 1\nhedge = { max_attempts = 2, delay = \"10ms\" }\napp_retry = { max_attempts = 3, backoff = { kind = \"constant\", base = \"5s\" } }\n",
+            ),
+            args: &[],
+            stderr: &["`strategies.fj.app_retry`", "with hedge is not modelled"],
+        },
+        Case {
+            what: "app_retry with a dead-letter queue",
+            text: replaced("name = \"fj\"\n", "name = \"fj\"\ndead_letter = { after = 3 }\napp_retry = { max_attempts = 3, backoff = { kind = \"constant\", base = \"5s\" } }\n"),
+            args: &[],
+            stderr: &["`strategies.fj.app_retry`", "with dead_letter is not modelled"],
+        },
+        Case {
+            what: "app_retry with a bulkhead",
+            text: replaced("name = \"fj\"\n", "name = \"fj\"\nbulkhead = { max_in_flight = 5 }\napp_retry = { max_attempts = 3, backoff = { kind = \"constant\", base = \"5s\" } }\n"),
+            args: &[],
+            stderr: &["`strategies.fj.app_retry`", "with bulkhead is not modelled"],
+        },
+        Case {
+            what: "app_retry on the OCC server",
+            text: replaced("concurrency = 4\n", "kind = \"occ\"\n")
+                .replace("service_time = { dist = \"exponential\", mean = \"10ms\" }\nqueue = 0\n", "")
+                .replace("name = \"fj\"\n", "name = \"fj\"\napp_retry = { max_attempts = 3, backoff = { kind = \"constant\", base = \"5s\" } }\n"),
+            args: &[],
+            stderr: &["`strategies.fj.app_retry`", "not supported for server.kind = \"occ\""],
+        },
+        Case {
+            what: "app_retry with a queue workload",
+            text: replaced(
+                "kind = \"closed\"\nclients = 20",
+                "kind = \"queue\"\nrate = 10.0\nduration = \"10s\"\nvisibility_timeout = \"1s\"",
+            )
+            .replace("queue = 0\n", "")
+            .replace("max_attempts = 3\n", "")
+            .replace("name = \"fj\"\n", "name = \"fj\"\napp_retry = { max_attempts = 3, backoff = { kind = \"constant\", base = \"5s\" } }\n"),
+            args: &[],
+            stderr: &["`strategies.fj.app_retry`", "set by the queue workload"],
+        },
+        Case {
             what: "visibility_timeout 0",
             text: replaced(
                 "kind = \"closed\"\nclients = 20",

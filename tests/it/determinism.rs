@@ -372,6 +372,7 @@ name = "per-op"
 idempotency = "per-op"
 honor_dont_retry = true
 backoff = { kind = "full-jitter", base = "20ms", cap = "1s" }
+app_retry = { max_attempts = 3, backoff = { kind = "full-jitter", base = "200ms", cap = "1s" }, key = "same" }
 
 [[strategies]]
 name = "per-attempt"

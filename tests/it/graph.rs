@@ -8,7 +8,7 @@ use retrysim::metrics::RunMetrics;
 
 /// A 3-deep chain a -> b -> c whose bottom answers 503 to everything; the client and both
 /// edges make 4 attempts without backoff.
-const DEAD_CHAIN: &str = r#"
+pub const DEAD_CHAIN: &str = r#"
 name = "chain"
 seed = 3
 horizon = "60s"

@@ -8,6 +8,7 @@
 //! them leaves exactly those out with `cargo test --release -- --skip system::`.
 
 mod admission_control;
+mod app_retry;
 mod architecture;
 mod autoscale;
 mod aws_study;

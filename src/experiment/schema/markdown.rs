@@ -4,9 +4,9 @@
 //! --markdown` prints it.
 
 use super::{
-    AUTOSCALE, BACKOFF, BREAKER, BUDGET, CLIENT, CODEL, DEAD_LETTER, DEPLOY, DIST, ERROR, FAULT, IDEMPOTENCY,
-    LAYER, NETWORK, OUTPUT, OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SCALING_POLICY, SERVER, SLOW_START,
-    STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
+    APP_RETRY, AUTOSCALE, BACKOFF, BREAKER, BUDGET, CLIENT, CODEL, DEAD_LETTER, DEPLOY, DIST, ERROR, FAULT,
+    IDEMPOTENCY, LAYER, NETWORK, OUTPUT, OVERLOAD, RATE_LIMIT, REDRIVE, ROOT, SCALING_POLICY, SERVER,
+    SLOW_START, STRATEGY, SWEEP, THROTTLE, TUNE, WORKLOAD,
 };
 use super::{Field, IfAbsent, Range, Table, Tagged, Ty};
 
@@ -112,6 +112,7 @@ pub fn reference() -> String {
     section("Gateway layers (`layers = [{ ... }, ...]`)", "", table(&LAYER));
     section("Dead-letter queue (`dead_letter = { ... }`)", "", table(&DEAD_LETTER));
     section("Re-drive (`redrive = { ... }`)", "", table(&REDRIVE));
+    section("Application retry loop (`app_retry = { ... }`)", "", table(&APP_RETRY));
     section("`[output]`", "", table(&OUTPUT));
     section(
         "`[sweep]`",

@@ -1470,6 +1470,8 @@ macro_rules! policy_fields {
                 .rules("queue server only"),
             f("redrive", Ty::Table(&REDRIVE), Absent("none: dead-lettered operations stay"), "send the dead-letter queue again later, each item once, through the same retry policy (redriven, redrive_succeeded)")
                 .rules("needs dead_letter"),
+            f("app_retry", Ty::Table(&APP_RETRY), Absent("none: a failure the library's loop gives up on is the operation's"), "the application's own retry loop above the library's (a person pressing \"try again\" on the next screen, a job re-running its step): when the library's loop fails, the application waits its own backoff and runs the whole loop again, as a new call (attempts, backoff and deadline start over; the budget and breaker see a new operation); the operation's latency counts from its first pass")
+                .rules("queue server only; not with hedge, dead_letter, bulkhead or a queue workload"),
         ]
     };
 }
@@ -1519,6 +1521,39 @@ pub static REDRIVE: Table = Table {
             Ty::Choice(&["same", "new"]),
             Value("\"same\""),
             "the idempotency key a re-driven item carries: its own (the store answers a paid item from its result) or a new one (it executes again)",
+        ),
+    ],
+};
+
+pub static APP_RETRY: Table = Table {
+    partial: false,
+    fields: &[
+        f(
+            "max_attempts",
+            U32,
+            Required,
+            "passes of the library's whole retry loop per operation, the first included (1 = the application does not retry)",
+        )
+        .range(Range::Between(1.0, 255.0))
+        .message("must be between 1 and 255 (it counts the first pass; 1 = the application does not retry)"),
+        f(
+            "backoff",
+            Ty::Tagged(&BACKOFF),
+            Required,
+            "the application's delay before each new pass (k = passes failed so far): seconds for a person on the next screen, minutes for a job re-run",
+        ),
+        f(
+            "retry_on",
+            Ty::List(&Ty::Choice(&crate::policy::FailReasons::RAISED_NAMES)),
+            Absent("every reason but non_retryable"),
+            "the library's failure reasons (the failed_<reason> columns) the application retries",
+        )
+        .rules("non-empty (to never retry, leave app_retry out)"),
+        f(
+            "key",
+            Ty::Choice(&["same", "new"]),
+            Value("\"new\""),
+            "the idempotency key of a new pass: a new one, as a new call to a library that makes a key per call does (an effect that happened in a failed pass happens again: duplicates), or the first pass's (the application made the key and hands it to every pass)",
         ),
     ],
 };

@@ -180,6 +180,7 @@ name = "ratio"
 backoff = { kind = "decorrelated-jitter", base = "5ms", cap = "1s" }
 budget = { kind = "ratio", ratio = 0.2, min_per_second = 10.0, ttl = "10s" }
 breaker = { window = "10s" }
+app_retry = { max_attempts = 3, backoff = { kind = "constant", base = "2s" }, retry_on = ["exhausted", "breaker"], key = "same" }
 [[strategies]]
 name = "envoy"
 backoff = { kind = "full-jitter", base = "25ms", cap = "250ms" }

@@ -543,6 +543,7 @@ fn occ_unsupported(spec: &ExperimentSpec) -> Check {
             ("bulkhead", p.bulkhead.is_some(), "a bulkhead"),
             ("limit", p.limit.is_some(), "a concurrency limit"),
             ("hedge", p.hedge.is_some(), "hedged requests"),
+            ("app_retry", p.app_retry.is_some(), "an application retry loop"),
         ];
         for (k, present, what) in unsupported {
             if present {
@@ -588,6 +589,7 @@ fn queue_workload(spec: &ExperimentSpec) -> Check {
             ("breaker", p.breaker.is_some(), "the queue delivers again without a breaker"),
             ("throttle", p.throttle.is_some(), "the queue delivers again without throttling"),
             ("layers", !p.layers.is_empty(), "consumers call the service directly"),
+            ("app_retry", p.app_retry.is_some(), "the queue, not an application, delivers a message again"),
         ];
         for (k, present, what) in set_by_queue {
             if present {
@@ -737,6 +739,7 @@ fn policy(key: &str, p: &PolicySpec) -> Check {
         backoff(&format!("{lk}.backoff"), &layer.backoff)?;
     }
     dead_letter(key, p)?;
+    app_retry(key, p)?;
     if !p.layers.is_empty() && p.idempotency == IdempotencyMode::PerAttempt {
         fail(
             format!("{key}.layers"),
@@ -776,6 +779,45 @@ fn dead_letter(key: &str, p: &PolicySpec) -> Check {
             fail(
                 format!("{key}.redrive"),
                 "needs exactly one of at (the moment the queue is re-driven, e.g. \"2h\") and after (how long after each item was dead-lettered, e.g. \"10m\")",
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `app_retry`: a list to retry on, a valid backoff, and no mechanism whose own loop would have
+/// to be told what a new pass is (they are not modelled together).
+fn app_retry(key: &str, p: &PolicySpec) -> Check {
+    let Some(a) = &p.app_retry else { return Ok(()) };
+    if a.retry_on.as_ref().is_some_and(Vec::is_empty) {
+        fail(
+            format!("{key}.app_retry.retry_on"),
+            "is empty; to never retry at the application, leave app_retry out (or set its max_attempts = 1)",
+        )?;
+    }
+    backoff(&format!("{key}.app_retry.backoff"), &a.backoff)?;
+    let not_with = [
+        (
+            "hedge",
+            p.hedge.is_some(),
+            "a hedged call's copies are one pass with no end of their own for the application to retry",
+        ),
+        (
+            "dead_letter",
+            p.dead_letter.is_some(),
+            "which loop would an operation whose tries are used up leave, the library's or the application's?",
+        ),
+        (
+            "bulkhead",
+            p.bulkhead.is_some(),
+            "would the application hold its bulkhead permit while it waits for its next pass?",
+        ),
+    ];
+    for (k, present, why) in not_with {
+        if present {
+            fail(
+                format!("{key}.app_retry"),
+                format!("with {k} is not modelled ({why}); remove one of app_retry and {k}"),
             )?;
         }
     }

@@ -99,13 +99,13 @@ pub enum KeyMode {
 
 impl KeyMode {
     /// The key of attempt `attempt` (1-based) of the operation whose unique id is `op_id`,
-    /// after `redrive` re-drives that asked for a new key (attempt numbers keep increasing
-    /// through a re-drive, so `per-attempt` keys are new anyway).
+    /// after `new_keys` new keys (re-drives or application passes that asked for one;
+    /// attempt numbers keep increasing through them, so `per-attempt` keys are new anyway).
     #[inline]
-    pub fn key(self, op_id: u64, attempt: u32, redrive: u8) -> Key {
+    pub fn key(self, op_id: u64, attempt: u32, new_keys: u8) -> Key {
         match self {
             KeyMode::None => Key::NONE,
-            KeyMode::PerOp => Key { id: op_id, attempt: redrive as u32 },
+            KeyMode::PerOp => Key { id: op_id, attempt: new_keys as u32 },
             KeyMode::PerAttempt => Key { id: op_id, attempt },
         }
     }
@@ -143,24 +143,24 @@ pub struct KeyTag {
     /// The grant this request took at the store (set when it executes the key).
     pub grant: Grant,
     mode: KeyMode,
-    redrive: u8,
+    new_keys: u8,
 }
 
 impl KeyTag {
     /// No key.
-    pub const NONE: KeyTag = KeyTag { id_high: 0, grant: Grant(0), mode: KeyMode::None, redrive: 0 };
+    pub const NONE: KeyTag = KeyTag { id_high: 0, grant: Grant(0), mode: KeyMode::None, new_keys: 0 };
 
-    /// The tag of a request of the operation whose unique id is `op_id`, after `redrive`
-    /// re-drives that asked for a new key.
+    /// The tag of a request of the operation whose unique id is `op_id`, with `new_keys`
+    /// new keys ([`KeyMode::key`]).
     #[inline]
-    pub fn new(mode: KeyMode, op_id: u64, redrive: u8) -> KeyTag {
-        KeyTag { id_high: (op_id >> 32) as u32, grant: Grant(0), mode, redrive }
+    pub fn new(mode: KeyMode, op_id: u64, new_keys: u8) -> KeyTag {
+        KeyTag { id_high: (op_id >> 32) as u32, grant: Grant(0), mode, new_keys }
     }
 
     /// The key of attempt `attempt` of the operation in slot `op`.
     #[inline]
     pub fn key(self, op: u32, attempt: u32) -> Key {
-        self.mode.key(((self.id_high as u64) << 32) | op as u64, attempt, self.redrive)
+        self.mode.key(((self.id_high as u64) << 32) | op as u64, attempt, self.new_keys)
     }
 }
 
