@@ -73,7 +73,7 @@ pub enum Sent {
 pub struct Delivery {
     pub dead_letter: Option<DeadLetter>,
     /// The application runs the library's whole retry loop again when it fails
-    /// ([`Clients::begin_pass`]).
+    /// ([`AppRetry`]; each pass starts with its first send).
     pub app_retry: Option<AppRetry>,
     /// A queue workload's visibility timeout: an attempt (a receive) is waited for this long
     /// from when a consumer takes it, not from when it is sent, and an error answer does not
@@ -238,12 +238,13 @@ impl Clients {
         if self.dead_letter.is_some() || self.app_retry.is_some() { self.ops.extra(slot).new_keys } else { 0 }
     }
 
-    /// When the current pass of `slot`'s retry loop started: its deadline counts from there.
-    /// The operation's start but with the application's loop (compiled so for plain clients).
+    /// When `slot`'s operation started, as the user sees it: its first pass's start. The
+    /// operation's `started` is its current pass's, from which the library's deadline counts
+    /// (they differ only with the application's loop; compiled so for plain clients).
     #[inline(always)]
-    fn pass_started<const PLAIN: bool>(&mut self, slot: u32) -> Instant {
+    fn first_started<const PLAIN: bool>(&mut self, slot: u32) -> Instant {
         if !PLAIN && self.app_retry.is_some() {
-            self.ops.extra(slot).pass_started
+            self.ops.extra(slot).first_started
         } else {
             self.ops.get(slot).started
         }
@@ -289,7 +290,7 @@ impl Clients {
         if !PLAIN && let Some(a) = &self.app_retry {
             let initial = a.backoff.initial_state();
             let e = self.ops.extra(slot);
-            (e.passes, e.pass_started, e.app_backoff) = (1, now, initial);
+            (e.passes, e.first_started, e.app_backoff) = (1, now, initial);
         }
         slot
     }
@@ -330,9 +331,8 @@ impl Clients {
             // Only the controls read when the attempt was sent (slow calls, latencies).
             op.note_sent(now);
         }
-        let (number, started) = (op.attempts, self.pass_started::<PLAIN>(slot));
-        let gives_up_at = if PLAIN { Instant::NEVER } else { self.policy.gives_up_at(started, now) };
-        let a = Attempt { number, gives_up_at };
+        let gives_up_at = if PLAIN { Instant::NEVER } else { self.policy.gives_up_at(op.started, now) };
+        let a = Attempt { number: op.attempts, gives_up_at };
         rec.call_sent(now);
         Sent::Attempt(a)
     }
@@ -359,8 +359,9 @@ impl Clients {
             rec.redrive_succeeded();
             return self.end_redrive::<PLAIN>(slot, true);
         }
+        let started = self.first_started::<PLAIN>(slot);
         let op = self.ops.get(slot);
-        let (started, client, attempts) = (op.started, op.client, op.attempts);
+        let (client, attempts) = (op.client, op.attempts);
         rec.op_succeeded::<PLAIN>(started, attempts, now);
         if !PLAIN && let Some(p) = &mut self.priorities {
             p.succeeded(self.ops.extra(slot).priority, now.since(started));
@@ -393,14 +394,13 @@ impl Clients {
         } else {
             (0, 0)
         };
-        let started = self.pass_started::<PLAIN>(slot);
         let op = self.ops.get(slot);
         op.waiting = false;
         let failed = FailedAttempt {
             outcome,
             attempt: op.attempts - base,
             k: op.attempts - backoff_from,
-            started,
+            started: op.started,
             now,
             retry_after,
         };
@@ -467,14 +467,22 @@ impl Clients {
     #[cold]
     #[inline(never)]
     fn begin_pass(&mut self, slot: u32, now: Instant) {
+        self.ops.extra(slot).pass_pending = false;
         let new_key = self.app_retry.is_some_and(|a| a.new_key);
+        self.start_pass(slot, now, new_key);
+    }
+
+    /// A new pass of `slot`'s retry loop (a re-drive's, or the application's) starts at `now`:
+    /// attempt numbers, backoff and deadline start over, attempt numbers keep increasing (late
+    /// answers of the last pass are ignored), maybe with a new idempotency key, and the
+    /// controls see a new operation.
+    fn start_pass(&mut self, slot: u32, now: Instant, new_key: bool) {
         let initial = self.policy.backoff.initial_state();
         let op = self.ops.get(slot);
+        op.started = now;
         op.backoff = initial;
         let (attempts, client) = (op.attempts, op.client);
         let e = self.ops.extra(slot);
-        e.pass_pending = false;
-        e.pass_started = now;
         e.attempt_base = attempts;
         e.backoff_from = attempts;
         if new_key {
@@ -524,23 +532,11 @@ impl Clients {
     /// first attempt with [`Clients::send`], then lets go of the slot the re-drive held.
     pub fn redrive(&mut self, slot: u32, now: Instant, rec: &mut RunRecorder) {
         let new_key = self.redrives.as_ref().is_some_and(|r| r.new_key());
-        let initial = self.policy.backoff.initial_state();
         let op = self.ops.get(slot);
         debug_assert!(op.ended && op.refs > 0, "a re-drive revives a dead-lettered operation it holds");
         op.ended = false;
-        op.started = now;
-        op.backoff = initial;
-        let (attempts, client) = (op.attempts, op.client);
-        let e = self.ops.extra(slot);
-        e.attempt_base = attempts;
-        e.backoff_from = attempts;
-        if new_key {
-            e.new_keys = e.new_keys.wrapping_add(1);
-        }
+        self.start_pass(slot, now, new_key);
         rec.redriven();
-        if self.controls {
-            self.gate.op_started(client, now);
-        }
     }
 
     /// A re-drive ended (`success`, or not): nothing more is counted for the operation, and
@@ -653,8 +649,9 @@ impl Clients {
         if self.dead_lettered::<PLAIN>(slot) {
             return self.end_redrive::<PLAIN>(slot, false);
         }
+        let started = self.first_started::<PLAIN>(slot);
         let op = self.ops.get(slot);
-        let (started, client, attempts) = (op.started, op.client, op.attempts);
+        let (client, attempts) = (op.client, op.attempts);
         rec.op_failed(reason, started, attempts, now);
         // Its effect happened already (the server executed an attempt the client gave up
         // on): failed but applied. An execution still to come is counted when it happens.
@@ -677,8 +674,13 @@ impl Clients {
         faults: Option<FaultSpan>,
         horizon: Instant,
     ) -> (RunMetrics, Leftovers) {
-        for op in self.ops.pending() {
-            rec.unfinished(op.started, op.attempts, horizon);
+        let app_retry = self.app_retry.is_some();
+        for (op, extra) in self.ops.pending() {
+            let started = match extra {
+                Some(e) if app_retry => e.first_started,
+                _ => op.started,
+            };
+            rec.unfinished(started, op.attempts, horizon);
             if op.executions > 0 {
                 rec.failed_but_applied();
             }

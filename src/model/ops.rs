@@ -64,8 +64,9 @@ pub struct OpExtra {
     pub passes: u8,
     /// The application's next pass begins with the next send ([`super::clients::Clients`]).
     pub pass_pending: bool,
-    /// When the current pass began: its deadline counts from there (`app_retry`).
-    pub pass_started: Instant,
+    /// When the operation's first pass began (`app_retry`: the operation's own `started` is
+    /// its current pass's, from which the library's deadline counts).
+    pub first_started: Instant,
     /// The application's backoff memory (`app_retry`, the stateful kinds).
     pub app_backoff: crate::policy::BackoffState,
     /// Its priority class (`[workload] priorities`; 0 without classes).
@@ -227,13 +228,14 @@ impl OpTable {
     /// Operations that have started and not ended (for the horizon's `unfinished`), in slot
     /// order (deterministic). A dead-lettered operation's re-drive is not listed: the
     /// operation ended when it was dead-lettered.
-    pub fn pending(&self) -> impl Iterator<Item = &Op> {
+    /// Each comes with its side data, if the table keeps any.
+    pub fn pending(&self) -> impl Iterator<Item = (&Op, Option<&OpExtra>)> {
         // Freed slots always hold an ended operation, so they are not listed.
         self.slots
             .iter()
             .enumerate()
-            .filter(|(i, op)| !op.ended && !self.extra.get(*i).is_some_and(|e| e.dead_lettered))
-            .map(|(_, op)| op)
+            .map(|(i, op)| (op, self.extra.get(i)))
+            .filter(|(op, extra)| !op.ended && !extra.is_some_and(|e| e.dead_lettered))
     }
 }
 

@@ -131,7 +131,13 @@ fn object(fields: &[Field], extra: Option<(&str, Value)>, partial: bool) -> Valu
         props.insert((*tag).to_owned(), v.clone());
     }
     for f in fields {
-        props.insert(f.key.to_owned(), field(f));
+        let mut v = field(f);
+        if partial && matches!(f.ty, Ty::Table(_)) {
+            // A strategy's table merges key by key over `[client]`'s and its preset's (DESIGN
+            // §4), so any of its keys may come from there: the loader checks the merged table.
+            v["required"] = json!([]);
+        }
+        props.insert(f.key.to_owned(), v);
         if matches!(f.default, IfAbsent::Required) && (!partial || f.key == "name") {
             required.push(f.key);
         }
