@@ -238,13 +238,13 @@ pub fn redrive(s: &Strategy) -> Option<Redrive> {
 /// The application's retry loop above the library's (`app_retry`); one pass is none at all,
 /// so that `max_attempts = 1` runs exactly as without the key.
 pub fn app_retry(s: &Strategy) -> Option<AppRetry> {
-    let a = s.policy.app_retry.as_ref().filter(|a| a.max_attempts > 1)?;
+    let a = s.policy.app_retry.as_ref().filter(|_| s.policy.app_passes() > 1)?;
     let retry_on = match &a.retry_on {
         None => FailReasons::transient(),
         Some(names) => FailReasons::named(names.iter().map(String::as_str)),
     };
     Some(AppRetry {
-        max_passes: a.max_attempts,
+        max_passes: s.policy.app_passes(),
         backoff: backoff(&a.backoff),
         retry_on,
         new_key: a.key == RedriveKey::New,

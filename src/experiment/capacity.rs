@@ -139,7 +139,7 @@ pub fn of(point: &Point) -> Option<Capacity> {
             let p = &s.policy;
             let layers: Vec<(String, u32)> =
                 p.layers.iter().map(|l| (l.name.clone(), l.max_attempts)).collect();
-            let passes = p.app_retry.as_ref().map_or(1, |a| a.max_attempts);
+            let passes = p.app_passes();
             let amplification = p
                 .max_attempts
                 .map(|a| layers.iter().fold(a as u64 * passes as u64, |n, l| n.saturating_mul(l.1 as u64)));
@@ -296,7 +296,7 @@ pub fn backlog_peak(point: &Point, q: &QueueServerSpec, p: &PolicySpec) -> f64 {
     let horizon = secs(spec.horizon);
     let service_s = mean_s(&q.service_time);
     let timeout = p.timeout.map(secs);
-    let passes = p.app_retry.as_ref().map_or(1.0, |a| a.max_attempts as f64);
+    let passes = p.app_passes() as f64;
     let attempts = p.max_attempts.map_or_else(
         || timeout.map_or(1.0, |t| (horizon / t.max(1e-3)).clamp(1.0, 1000.0)),
         |a| passes * p.layers.iter().fold(a as f64, |n, l| n * l.max_attempts as f64),

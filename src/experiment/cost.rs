@@ -289,8 +289,8 @@ fn arrivals(rate: f64, schedule: impl Iterator<Item = (f64, f64)>, end: f64) -> 
 /// at most the horizon.
 fn lifetime_s(p: &PolicySpec, horizon_s: f64) -> f64 {
     let pass = pass_lifetime_s(p, horizon_s);
-    let Some(a) = p.app_retry.as_ref().filter(|a| a.max_attempts > 1) else { return pass };
-    let n = a.max_attempts as f64;
+    let Some(a) = p.app_retry.as_ref().filter(|_| p.app_passes() > 1) else { return pass };
+    let n = p.app_passes() as f64;
     (n * pass + (n - 1.0) * longest_backoff_s(&a.backoff, n)).min(horizon_s)
 }
 

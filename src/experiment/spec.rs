@@ -895,6 +895,14 @@ pub struct PolicySpec {
     pub host_selection_retry_max_attempts: u32,
 }
 
+impl PolicySpec {
+    /// Passes of the library's retry loop the application makes per operation (`app_retry`;
+    /// 1 without it): every attempt count above multiplies by it.
+    pub fn app_passes(&self) -> u32 {
+        self.app_retry.as_ref().map_or(1, |a| a.max_attempts)
+    }
+}
+
 /// `dead_letter = { after = N }`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -932,7 +940,7 @@ pub struct AppRetrySpec {
     pub key: RedriveKey,
 }
 
-/// The idempotency key a re-driven item carries.
+/// The idempotency key a re-driven item, or an application's new pass, carries.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum RedriveKey {

@@ -235,7 +235,7 @@ impl Clients {
     /// new pass of the application's loop (part of its key).
     #[inline]
     pub fn new_keys(&mut self, slot: u32) -> u8 {
-        if self.dead_letter.is_some() || self.app_retry.is_some() { self.ops.extra(slot).new_keys } else { 0 }
+        if self.ops.has_extra() { self.ops.extra(slot).new_keys } else { 0 }
     }
 
     /// When `slot`'s operation started, as the user sees it: its first pass's start. The
@@ -317,7 +317,10 @@ impl Clients {
                     return Sent::Wait(wait);
                 }
                 Admit::Refuse(reason) => {
-                    if !PLAIN && let Some(delay) = self.app_retries(slot, reason) {
+                    if !PLAIN
+                        && self.app_retry.is_some()
+                        && let Some(delay) = self.app_retries(slot, reason)
+                    {
                         return Sent::Wait(delay);
                     }
                     return Sent::Ended(self.end_failed::<PLAIN>(slot, reason, now, rec));
